@@ -1,0 +1,3 @@
+module github.com/sloserve/sloserve
+
+go 1.26

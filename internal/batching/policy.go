@@ -1,0 +1,54 @@
+package batching
+
+import "time"
+
+// Queue is the snapshot of one batch queue that a Policy decides on. The runtime that owns the
+// queue (the gateway's batcher goroutine, or the simulator's event loop) fills it in.
+type Queue struct {
+	// Len is the number of requests waiting, oldest first.
+	Len int
+	// Oldest is the arrival time of the oldest waiting request; zero when Len == 0.
+	Oldest time.Time
+	// EarliestDeadline is the earliest deadline of the waiting requests; zero when Len == 0.
+	EarliestDeadline time.Time
+	// Free is the number of backend slots that can take a batch now. A policy may return a
+	// dispatch when Free == 0; the runtime then holds it until a slot frees and asks again.
+	Free int
+}
+
+// Decision is a policy's answer for one queue at one instant.
+type Decision struct {
+	// Dispatch is how many of the oldest waiting requests to send now as one batch; 0 means wait.
+	Dispatch int
+	// Next is when the runtime must ask again if no arrival or completion happens first;
+	// the zero time means "only on the next event".
+	Next time.Time
+	// Reason says why, for metrics and traces; a constant string so that deciding never allocates.
+	Reason string
+}
+
+// Outcome describes one completed batch, reported back to the policy that dispatched it.
+type Outcome struct {
+	// Size is the number of requests in the batch.
+	Size int
+	// Dispatched is when the batch left the queue; Completed is when its response arrived.
+	Dispatched, Completed time.Time
+	// Arrivals holds each request's arrival time; borrowed for the call, never retained.
+	Arrivals []time.Time
+	// Failed reports that the backend answered with an error or not at all.
+	Failed bool
+}
+
+// Policy decides when a queue dispatches a batch and how large it is. Implementations are pure
+// with respect to time and concurrency (ARCHITECTURE.md, keystone rule): they are given now, never
+// read a clock, start no goroutine and do no I/O. A Policy is owned by one goroutine (one queue);
+// it is not safe for concurrent use.
+type Policy interface {
+	// Decide is called after every arrival, after every completion or freed slot, and at the
+	// time returned in the previous Decision's Next.
+	Decide(q Queue, now time.Time) Decision
+	// Observe records a completed batch; adaptive policies update their state here.
+	Observe(o Outcome, now time.Time)
+	// MaxBatch is the largest batch the policy would dispatch now.
+	MaxBatch() int
+}

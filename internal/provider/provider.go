@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Tier is the part of the fleet an instance belongs to.
+type Tier string
+
+// The tiers (ARCHITECTURE.md, Concepts).
+const (
+	TierVM         Tier = "vm"
+	TierServerless Tier = "serverless"
+)
+
+// State is an instance's lifecycle state: launching → ready → draining → terminated, with
+// interrupted marking a spot instance that received its interruption notice.
+type State string
+
+// The lifecycle states.
+const (
+	StateLaunching   State = "launching"
+	StateReady       State = "ready"
+	StateDraining    State = "draining"
+	StateTerminated  State = "terminated"
+	StateInterrupted State = "interrupted"
+)
+
+// Spec asks for one instance.
+type Spec struct {
+	// Model is the model the instance serves.
+	Model string
+	// Type is the instance type's catalog name (e.g. "c5.large", "local").
+	Type string
+	// Tier is the tier the instance joins.
+	Tier Tier
+	// MaxBatch is the instance's own largest batch (INFless non-uniform batching); 0 = policy default.
+	MaxBatch int
+	// MaxWait is the instance's own batch timeout; 0 = policy default.
+	MaxWait time.Duration
+}
+
+// Instance is one running replica as the provider last saw it.
+type Instance struct {
+	ID    string
+	Spec  Spec
+	State State
+	// Addr is the base URL of the instance's OIP v2 endpoint (e.g. "http://127.0.0.1:9001").
+	Addr string
+	// Launched is when Launch was called; Ready when the instance became ready (zero if not yet).
+	Launched, Ready time.Time
+}
+
+// ErrNotFound is returned by Terminate for an unknown instance id.
+var ErrNotFound = errors.New("instance not found")
+
+// Provider launches and terminates instances. Launch returns at once with the instance in
+// StateLaunching (or StateReady when launching is immediate); Instances reports later states.
+// Implementations are safe for concurrent use.
+type Provider interface {
+	Launch(ctx context.Context, spec Spec) (Instance, error)
+	Terminate(ctx context.Context, id string) error
+	Instances(ctx context.Context) ([]Instance, error)
+}

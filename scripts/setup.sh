@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# setup.sh fetches what sloserve needs beyond the Go module proxy, idempotently, into ignored
+# cache folders under .cache/. Usage: scripts/setup.sh [ort] [dataset]  (default: ort)
+#   ort      ONNX Runtime's libonnxruntime.so from the npm tarball of onnxruntime-node
+#            (npm pack runs no install script) -> .cache/onnxruntime/libonnxruntime.so
+#   dataset  Debian's dataset-fashion-mnist (the full 70k images), needed only by 'make models'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ORT_VERSION=1.30.0
+CACHE=.cache
+
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(ort)
+
+fetch_ort() {
+	local dir="$CACHE/onnxruntime" lib="$CACHE/onnxruntime/libonnxruntime.so"
+	if [ -s "$lib" ] && [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$ORT_VERSION" ]; then
+		return 0
+	fi
+	if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+		echo "setup: no bundled ONNX Runtime for $(uname -s)-$(uname -m); set ONNXRUNTIME_LIB (the native runtime works without it)" >&2
+		return 0
+	fi
+	if ! command -v npm >/dev/null; then
+		echo "setup: npm not found; skipping ONNX Runtime (set ONNXRUNTIME_LIB, or use the native runtime)" >&2
+		return 0
+	fi
+	mkdir -p "$dir"
+	local tmp
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' RETURN
+	echo "setup: fetching onnxruntime-node@$ORT_VERSION (npm pack, ~114 MB, no scripts run)" >&2
+	(cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_VERSION" >/dev/null)
+	tar -xzf "$tmp"/onnxruntime-node-*.tgz -C "$tmp" package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+	mv "$tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" "$lib"
+	echo "$ORT_VERSION" >"$dir/VERSION"
+}
+
+fetch_dataset() {
+	if [ -d /usr/share/datasets/fashion-mnist ] || [ -n "${FASHION_MNIST_DIR:-}" ]; then
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: run 'sudo apt-get install dataset-fashion-mnist' (or set FASHION_MNIST_DIR)" >&2
+		return 1
+	fi
+	apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null
+}
+
+for w in "${want[@]}"; do
+	case "$w" in
+	ort) fetch_ort ;;
+	dataset) fetch_dataset ;;
+	*) echo "setup: unknown part $w (want: ort, dataset)" >&2; exit 2 ;;
+	esac
+done
