@@ -1,0 +1,119 @@
+package autoscale
+
+import (
+	"time"
+
+	"github.com/sloserve/sloserve/internal/provider"
+)
+
+// Member is one instance of the fleet as the runtime that owns it last saw it.
+type Member struct {
+	// ID is the provider's instance id.
+	ID string
+	// Type is the catalog name of the instance type (e.g. "c5.large").
+	Type string
+	// Tier is the tier the instance belongs to.
+	Tier provider.Tier
+	// State is the lifecycle state.
+	State provider.State
+	// Spot reports a spot (interruptible) instance.
+	Spot bool
+	// Launched is when the launch was requested; Ready is when it became ready (zero if not yet).
+	Launched, Ready time.Time
+	// Slots is how many batches the instance serves concurrently.
+	Slots int
+	// Busy is how many of its slots serve a batch now.
+	Busy int
+}
+
+// Sample is the load observed over one sampling period [Start, Start+Period).
+type Sample struct {
+	// Start is the beginning of the period; Period its length.
+	Start  time.Time
+	Period time.Duration
+	// Arrivals counts requests that arrived in the period (all tiers).
+	Arrivals int
+	// Completed counts requests that completed in the period; Missed counts those of them that
+	// missed the SLO threshold (failed and rejected requests count as missed).
+	Completed, Missed int
+	// Concurrency is the time-averaged number of requests in the system (queued or in service),
+	// Knative's "observed concurrency".
+	Concurrency float64
+	// VMInFlight is the time-averaged number of busy VM slots.
+	VMInFlight float64
+	// LatencyMax is the largest latency completed in the period.
+	LatencyMax time.Duration
+}
+
+// Snapshot is everything a Scaler may look at. The runtime fills it in; Scalers must not retain
+// its slices after Scale returns.
+type Snapshot struct {
+	// Fleet lists the instances that are not terminated, in launch order.
+	Fleet []Member
+	// History holds the most recent sampling periods, oldest first; the last one is complete.
+	History []Sample
+	// QueueLen is the number of requests waiting in the VM tier's batch queue.
+	QueueLen int
+}
+
+// Decision is a Scaler's answer at one instant.
+type Decision struct {
+	// Launch lists the instances to launch now.
+	Launch []provider.Spec
+	// Terminate lists the ids of instances to terminate now (they drain their in-flight work).
+	Terminate []string
+	// Reason says why, for logs, metrics and tests; a constant string.
+	Reason string
+	// Next is when the runtime must ask again; the zero time means at the next sample boundary.
+	Next time.Time
+}
+
+// Scaler decides the size and mix of the VM fleet. Implementations are pure (ARCHITECTURE.md,
+// keystone rule): they are given now, never read a clock, start no goroutine and do no I/O.
+// A Scaler is owned by one goroutine (the controller loop or the simulator's event loop) and keeps
+// whatever state it needs between calls (cool-down timers, alarm counters).
+type Scaler interface {
+	Scale(s Snapshot, now time.Time) Decision
+}
+
+// ScalerFunc adapts a function to the Scaler interface.
+type ScalerFunc func(s Snapshot, now time.Time) Decision
+
+// Scale calls f(s, now).
+func (f ScalerFunc) Scale(s Snapshot, now time.Time) Decision { return f(s, now) }
+
+// Counts returns how many members of the given type are launching or ready (draining,
+// interrupted and terminated ones do not count); an empty typ counts every type.
+func (s Snapshot) Counts(typ string) (launching, ready int) {
+	for _, m := range s.Fleet {
+		if typ != "" && m.Type != typ {
+			continue
+		}
+		switch m.State {
+		case provider.StateLaunching:
+			launching++
+		case provider.StateReady:
+			ready++
+		}
+	}
+	return launching, ready
+}
+
+// Recent sums the last n samples of History (fewer if History is shorter) and returns the total
+// arrivals, the covered duration and the time-averaged concurrency over them.
+func (s Snapshot) Recent(n int) (arrivals int, span time.Duration, concurrency float64) {
+	h := s.History
+	if n > len(h) {
+		n = len(h)
+	}
+	var wsum float64
+	for _, x := range h[len(h)-n:] {
+		arrivals += x.Arrivals
+		span += x.Period
+		wsum += x.Concurrency * x.Period.Seconds()
+	}
+	if span > 0 {
+		concurrency = wsum / span.Seconds()
+	}
+	return arrivals, span, concurrency
+}
