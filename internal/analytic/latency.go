@@ -1,0 +1,212 @@
+package analytic
+
+import (
+	"fmt"
+	"math"
+)
+
+// Batching is the solved buffer for one arrival process, max batch B and timeout T: the
+// distribution of batch sizes (Eqs. 5–8) and the joint distribution of a random request's batch
+// size and wait in the buffer, from which the latency CDF follows for any batch service times.
+// It is immutable and safe for concurrent use.
+type Batching struct {
+	b       int
+	timeout float64 // seconds
+	h       float64 // grid step, seconds
+	j       int     // timeout = j·h
+	tau     float64 // paper's fill time (Eqs. 10/15), seconds
+	start   []float64
+	pmf     []float64   // P(K = k+1) per batch
+	meanK   float64     // E[K]
+	cdf     [][]float64 // cdf[k][u] = P(request in batch of size k+1, continuous wait part ≤ u·h)
+	atom    []float64   // request-weighted mass at W = T (first request of a timed-out batch)
+	total   []float64   // ρ_{k+1}: request-weighted P(K = k+1) (Eq. 8)
+}
+
+// MaxBatch returns B.
+func (bt *Batching) MaxBatch() int { return bt.b }
+
+// Timeout returns T in seconds.
+func (bt *Batching) Timeout() float64 { return bt.timeout }
+
+// StartPhase returns π(0) over the phases (Eq. 14, or the exact embedded distribution).
+func (bt *Batching) StartPhase() []float64 { return append([]float64(nil), bt.start...) }
+
+// BatchPMF returns P(a batch has k requests) for k = 1..B at index k−1: π(T) of Eqs. 5–7 with
+// the last entry collecting the batches that reached B.
+func (bt *Batching) BatchPMF() []float64 { return append([]float64(nil), bt.pmf...) }
+
+// RequestPMF returns ρ of Eq. 8: the probability that a random request is served in a batch of
+// k requests, k = 1..B at index k−1.
+func (bt *Batching) RequestPMF() []float64 { return append([]float64(nil), bt.total...) }
+
+// MeanBatchSize returns E[K], the mean number of requests per batch (per invocation).
+func (bt *Batching) MeanBatchSize() float64 { return bt.meanK }
+
+// atomTolerance (seconds) absorbs the rounding of t − S_k so that the atom of the requests that
+// wait exactly T is not missed by a few ulps.
+const atomTolerance = 1e-9
+
+// waitCDF returns P(K = k+1, W ≤ w) for a random request.
+func (bt *Batching) waitCDF(k int, w float64) float64 {
+	switch {
+	case w < 0:
+		return 0
+	case w >= bt.timeout-atomTolerance:
+		return bt.total[k]
+	}
+	x := w / bt.h
+	i := int(x)
+	if i >= bt.j {
+		i = bt.j - 1
+	}
+	fr := x - float64(i)
+	c := bt.cdf[k]
+	return c[i] + fr*(c[i+1]-c[i])
+}
+
+// WaitCDF returns P(W ≤ w), the probability that a random request waits at most w seconds in
+// the buffer.
+func (bt *Batching) WaitCDF(w float64) float64 {
+	s := 0.0
+	for k := 0; k < bt.b; k++ {
+		s += bt.waitCDF(k, w)
+	}
+	return math.Min(1, s)
+}
+
+// checkService reports service times that cannot be used with this model.
+func (bt *Batching) checkService(service []float64) error {
+	if len(service) < bt.b {
+		return fmt.Errorf("analytic latency: %d service times for max batch %d", len(service), bt.b)
+	}
+	for k, s := range service[:bt.b] {
+		if !(s >= 0) || math.IsInf(s, 0) {
+			return fmt.Errorf("analytic latency: service time of batch %d is %g s", k+1, s)
+		}
+	}
+	return nil
+}
+
+// LatencyCDF returns F_R(t) = P(R ≤ t) for a request latency R = W + S_K (wait in the buffer
+// plus the deterministic service time of its batch, §III-A; serverless functions do not queue),
+// where service[k−1] is S_k in seconds. This is the exact counterpart of Eq. 9; see
+// PaperLatencyCDF for the paper's approximation.
+func (bt *Batching) LatencyCDF(service []float64, t float64) float64 {
+	s := 0.0
+	for k := 0; k < bt.b; k++ {
+		s += bt.waitCDF(k, t-service[k])
+	}
+	return math.Min(1, s)
+}
+
+// Quantile returns the p-quantile (0 < p < 1) of the latency in seconds: the smallest t with
+// LatencyCDF(service, t) ≥ p, to 1 µs, or an error for bad service times or p.
+func (bt *Batching) Quantile(service []float64, p float64) (float64, error) {
+	if err := bt.checkService(service); err != nil {
+		return 0, err
+	}
+	if !(p > 0 && p < 1) {
+		return 0, fmt.Errorf("analytic latency: percentile %g must be in (0, 1)", p)
+	}
+	lo, hi := bt.support(service)
+	return quantile(func(t float64) float64 { return bt.LatencyCDF(service, t) }, lo, hi, p), nil
+}
+
+// support returns an interval that contains the whole latency distribution.
+func (bt *Batching) support(service []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), 0
+	for _, s := range service[:bt.b] {
+		lo = math.Min(lo, s)
+		hi = math.Max(hi, s)
+	}
+	return lo, hi + bt.timeout
+}
+
+// quantile bisects a monotone CDF on [lo, hi] to 1e-6 s.
+func quantile(cdf func(float64) float64, lo, hi, p float64) float64 {
+	if cdf(lo) >= p {
+		return lo
+	}
+	for i := 0; i < 200 && hi-lo > 1e-6; i++ {
+		mid := (lo + hi) / 2
+		if cdf(mid) >= p {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// MeanLatency returns E[R] in seconds for the given service times.
+func (bt *Batching) MeanLatency(service []float64) float64 {
+	// E[W + S_K] = Σ_k ρ_k S_k + ∫ P(W > w) dw.
+	m := 0.0
+	for k := 0; k < bt.b; k++ {
+		m += bt.total[k] * service[k]
+	}
+	for u := 0; u < bt.j; u++ {
+		a := bt.WaitCDF(float64(u) * bt.h)
+		c := bt.WaitCDF(math.Nextafter(float64(u+1)*bt.h, 0))
+		m += bt.h * (1 - (a+c)/2)
+	}
+	return m
+}
+
+// PaperLatencyCDF returns Eq. 9 of the paper as implemented in BATCH's solver: within
+// [S_k, S_k + T] the latency of a request in a batch of k < B is spread uniformly, for k = B over
+// [S_B, S_B + min(τ, T)] with τ = (B−1)/λ̄ (Eqs. 10, 15), and the CDF is flat in between. Service
+// times must increase with k. It is exact only when T ≪ S_{k+1} − S_k, λT is large (few lone
+// requests: a lone request always waits the full T, not a uniform share of it) and full batches
+// fill in about τ; sloserve uses LatencyCDF and keeps this one to measure the difference.
+func (bt *Batching) PaperLatencyCDF(service []float64, t float64) float64 {
+	b, v, q := bt.b, service[:bt.b], bt.total
+	tau := math.Min(bt.tau, bt.timeout)
+	if b == 1 || bt.timeout == 0 {
+		if t < v[0] {
+			return 0
+		}
+		return 1
+	}
+	if t < v[0] {
+		return 0
+	}
+	if t > v[b-1]+tau {
+		return 1
+	}
+	idx := b - 1
+	for i := 0; i < b-1; i++ {
+		if t >= v[i] && t < v[i+1] {
+			idx = i
+			break
+		}
+	}
+	below := 0.0
+	for i := 0; i < idx; i++ {
+		below += q[i]
+	}
+	switch {
+	case t <= v[idx]+bt.timeout && idx < b-1:
+		return (t-v[idx])/bt.timeout*q[idx] + below
+	case t <= v[idx]+bt.timeout && idx == b-1:
+		if tau == 0 {
+			return below + q[idx]
+		}
+		return math.Min(1, (t-v[idx])/tau*q[idx]+below)
+	default:
+		return below + q[idx]
+	}
+}
+
+// PaperQuantile returns the p-quantile of PaperLatencyCDF.
+func (bt *Batching) PaperQuantile(service []float64, p float64) (float64, error) {
+	if err := bt.checkService(service); err != nil {
+		return 0, err
+	}
+	if !(p > 0 && p < 1) {
+		return 0, fmt.Errorf("analytic latency: percentile %g must be in (0, 1)", p)
+	}
+	lo, hi := bt.support(service)
+	return quantile(func(t float64) float64 { return bt.PaperLatencyCDF(service, t) }, lo, hi, p), nil
+}

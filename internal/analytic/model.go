@@ -1,0 +1,355 @@
+package analytic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrOffGrid reports a timeout that is not a multiple of a Model's time step.
+var ErrOffGrid = errors.New("timeout is not on the model's time grid")
+
+// StartPhase selects how the phase of the arrival process is distributed when the first request
+// of a batch arrives (π(0) of Eq. 5).
+type StartPhase int
+
+const (
+	// StartExact computes the stationary distribution of the embedded chain "phase at the start
+	// of batch n → phase at the start of batch n+1": the phase at dispatch (min of the timeout and
+	// the filling time) follows from e^{QT}, and the first arrival after the dispatch moves it by
+	// (-D0)^{-1}·D1. It is exact for the buffer of §III-B and the default.
+	StartExact StartPhase = iota
+	// StartPaper uses Eqs. 13–14: α_m = (λ_m/ω_m) / min(B, λ_m·T + 1). It is a heuristic that
+	// ignores the correlation between phases and batch lengths; kept to reproduce the paper.
+	StartPaper
+)
+
+// Model is the buffer CTMC of BATCH §IV for one arrival process and one maximum batch size B,
+// solved on a uniform time grid so that every timeout on the grid is evaluated at the cost of a
+// few vector–matrix products. The state (ℓ, φ) is "ℓ+1 requests in the buffer, arrival phase φ",
+// ℓ = 0..B-1; the generator Q has D0 on the diagonal blocks, D1 on the super-diagonal blocks and
+// a zero last block (Eq. 4 for Poisson, Eq. 11 with Eq. 12 for MMPP(2) and Eq. 16 for MAP(2)):
+// the buffer is dispatched when it holds B requests.
+//
+// Beyond the batch-size distribution of Eqs. 5–8, Model gives the exact joint distribution of a
+// random request's batch size K and buffer wait W, which the paper approximates (Eq. 9: uniform
+// waits, τ of Eqs. 10/15). A request that arrives at time a after the batch opened, with the
+// buffer then in state s, waits W = T − a if the batch times out, and the time to B requests
+// otherwise. Summing over all requests (request-weighted, Eq. 8) is a Van Loan integral: with
+// A the arrival part of Q,
+//
+//	P(K=k, W≤w, K<B)·E[K] = π(0)e^{Q(T−w)}·H(w)·1_{level k−1}          (tagged in the last w)
+//	P(K=B, W≤w)·E[K]      = π(0)Ψ(T−w)·A·c(w) + π(0)e^{Q(T−w)}H(w)1_full + π(0)c(w)
+//
+// where H(w) is the upper-right block of exp([[Q, A], [0, Q]]·w), Ψ(a) = ∫₀ᵃ e^{Qs}ds (upper-right
+// block of exp([[Q, I], [0, 0]]·a)), c(w) = e^{Qw}·1_full, and the first request adds an atom at
+// W = T when its batch times out. None of these depend on T, so the grid is built once per B.
+// A Model is immutable after NewModel and safe for concurrent use.
+type Model struct {
+	arr  *MAP
+	b, m int // max batch, phases
+	n    int // states b·m
+	h    float64
+	nmax int // grid points 0..nmax
+	// Per grid point g (time g·h):
+	f    [][]float64 // m×n: row i = e_{(0,i)}·e^{Q g h}
+	psiA [][]float64 // m×n: row i = e_{(0,i)}·Ψ(g h)·A
+	el   [][]float64 // n×b: e^{Q g h}·L (L: state → level indicator)
+	hl   [][]float64 // n×b: H(g h)·L
+	emb  []float64   // (-D0)^{-1}·D1
+}
+
+// NewModel builds the model of arrivals a and maximum batch size maxBatch on the grid
+// 0, step, 2·step, …, horizon (seconds); every timeout evaluated later must be on that grid.
+// The cost is O((horizon/step)·(m·B)²·B).
+func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
+	switch {
+	case a == nil:
+		return nil, fmt.Errorf("analytic model: nil arrival process")
+	case maxBatch < 1 || maxBatch > 1024:
+		return nil, fmt.Errorf("analytic model: max batch %d must be in [1, 1024]", maxBatch)
+	case !(step > 0) || math.IsInf(step, 0):
+		return nil, fmt.Errorf("analytic model: step %g s must be > 0", step)
+	case !(horizon >= 0) || horizon/step > 1e5:
+		return nil, fmt.Errorf("analytic model: horizon %g s must be in [0, 1e5·step]", horizon)
+	}
+	m := a.m
+	b := maxBatch
+	n := b * m
+	md := &Model{arr: a, b: b, m: m, n: n, h: step, nmax: int(math.Round(horizon / step))}
+	q := make([]float64, n*n)
+	arr := make([]float64, n*n)
+	for l := 0; l < b-1; l++ {
+		for i := 0; i < m; i++ {
+			for j := 0; j < m; j++ {
+				q[(l*m+i)*n+l*m+j] = a.d0[i*m+j]
+				q[(l*m+i)*n+(l+1)*m+j] = a.d1[i*m+j]
+				arr[(l*m+i)*n+(l+1)*m+j] = a.d1[i*m+j]
+			}
+		}
+	}
+	e1 := expm(q, n, step)
+	h1 := upperRight(expm(block(q, arr, q, n), 2*n, step), n)
+	psi1 := upperRight(expm(block(q, identity(n), nil, n), 2*n, step), n)
+	md.emb, _ = a.embedded()
+
+	lmat := make([]float64, n*b)
+	for s := 0; s < n; s++ {
+		lmat[s*b+s/m] = 1
+	}
+	np := md.nmax + 1
+	md.f = make([][]float64, np)
+	md.psiA = make([][]float64, np)
+	md.el = make([][]float64, np)
+	md.hl = make([][]float64, np)
+	f0 := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		f0[i*n+i] = 1
+	}
+	md.f[0] = f0
+	psi := make([]float64, m*n) // Ψ(0) = 0
+	md.el[0] = lmat
+	md.hl[0] = make([]float64, n*b)
+	tmp := make([]float64, n*b)
+	for g := 0; g < np; g++ {
+		pa := make([]float64, m*n)
+		matMul(pa, psi, arr, m, n, n)
+		md.psiA[g] = pa
+		if g == np-1 {
+			break
+		}
+		nextF := make([]float64, m*n)
+		matMul(nextF, md.f[g], e1, m, n, n)
+		md.f[g+1] = nextF
+		nextPsi := make([]float64, m*n)
+		matMul(nextPsi, md.f[g], psi1, m, n, n)
+		for i := range nextPsi {
+			nextPsi[i] += psi[i]
+		}
+		psi = nextPsi
+		nextEL := make([]float64, n*b)
+		matMul(nextEL, e1, md.el[g], n, n, b)
+		md.el[g+1] = nextEL
+		nextHL := make([]float64, n*b)
+		matMul(nextHL, e1, md.hl[g], n, n, b)
+		matMul(tmp, h1, md.el[g], n, n, b)
+		for i := range nextHL {
+			nextHL[i] += tmp[i]
+		}
+		md.hl[g+1] = nextHL
+	}
+	return md, nil
+}
+
+// MaxBatch returns B.
+func (md *Model) MaxBatch() int { return md.b }
+
+// Step returns the grid step in seconds.
+func (md *Model) Step() float64 { return md.h }
+
+// Horizon returns the largest timeout on the grid, in seconds.
+func (md *Model) Horizon() float64 { return float64(md.nmax) * md.h }
+
+// At returns the batch-size and latency model for timeout T seconds, which must be a multiple of
+// the grid step within the horizon (ErrOffGrid otherwise). T = 0 dispatches every request alone.
+func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
+	j := int(math.Round(timeout / md.h))
+	if timeout < 0 || j > md.nmax || math.Abs(float64(j)*md.h-timeout) > 1e-9*math.Max(1, timeout) {
+		return nil, fmt.Errorf("%w: timeout %g s, step %g s, horizon %g s", ErrOffGrid, timeout, md.h, md.Horizon())
+	}
+	b, m, n := md.b, md.m, md.n
+	bt := &Batching{b: b, timeout: float64(j) * md.h, h: md.h, j: j, tau: md.tau()}
+	if j == 0 || b == 1 {
+		// Every request is dispatched on arrival, alone.
+		bt.pmf = make([]float64, b)
+		bt.pmf[0] = 1
+		bt.meanK = 1
+		bt.cdf = make([][]float64, b)
+		bt.atom = make([]float64, b)
+		for k := range bt.cdf {
+			bt.cdf[k] = make([]float64, j+1)
+		}
+		for u := range bt.cdf[0] {
+			bt.cdf[0][u] = 1
+		}
+		if b > 1 {
+			// T = 0 < B: the lone request "times out" at once; keep it in k = 1 with W = 0.
+			bt.atom[0] = 0
+		}
+		bt.total = make([]float64, b)
+		bt.total[0] = 1
+		bt.start = []float64{1}
+		return bt, nil
+	}
+	nu := md.startPhase(j, start)
+	bt.start = nu
+	fv := func(g int) []float64 {
+		out := make([]float64, n)
+		for i := 0; i < m; i++ {
+			if nu[i] == 0 {
+				continue
+			}
+			row := md.f[g][i*n : (i+1)*n]
+			for s, x := range row {
+				out[s] += nu[i] * x
+			}
+		}
+		return out
+	}
+	fT := fv(j)
+	bt.pmf = make([]float64, b)
+	for s, x := range fT {
+		bt.pmf[s/m] += x
+	}
+	normalise(bt.pmf)
+	for k, p := range bt.pmf {
+		bt.meanK += float64(k+1) * p
+	}
+	bt.cdf = make([][]float64, b)
+	for k := range bt.cdf {
+		bt.cdf[k] = make([]float64, j+1)
+	}
+	y := make([]float64, b)
+	full := (b - 1) * m
+	for u := 0; u <= j; u++ {
+		x := fv(j - u)
+		vecMat(y, x, md.hl[u], n, b)
+		for k := 0; k < b; k++ {
+			bt.cdf[k][u] = y[k]
+		}
+		// Full batches: tags at s ≤ T−u that fill within u, and the first request.
+		pa := make([]float64, n)
+		for i := 0; i < m; i++ {
+			if nu[i] == 0 {
+				continue
+			}
+			for s, v := range md.psiA[j-u][i*n : (i+1)*n] {
+				pa[s] += nu[i] * v
+			}
+		}
+		el := md.el[u]
+		extra := 0.0
+		for s := 0; s < n; s++ {
+			extra += pa[s] * el[s*b+b-1]
+		}
+		for i := 0; i < m; i++ {
+			extra += nu[i] * el[i*b+b-1]
+		}
+		bt.cdf[b-1][u] += extra
+		_ = full
+	}
+	bt.atom = make([]float64, b)
+	bt.total = make([]float64, b)
+	for k := 0; k < b-1; k++ {
+		bt.atom[k] = bt.pmf[k] // the first request of a batch that times out waits exactly T
+	}
+	for k := 0; k < b; k++ {
+		for u := range bt.cdf[k] {
+			bt.cdf[k][u] /= bt.meanK
+		}
+		bt.atom[k] /= bt.meanK
+		bt.total[k] = float64(k+1) * bt.pmf[k] / bt.meanK
+	}
+	return bt, nil
+}
+
+// startPhase returns π(0) restricted to level 0 (a distribution over phases).
+func (md *Model) startPhase(j int, start StartPhase) []float64 {
+	m, n, b := md.m, md.n, md.b
+	if m == 1 {
+		return []float64{1}
+	}
+	a := md.arr
+	if start == StartPaper {
+		alpha := make([]float64, m)
+		sum := 0.0
+		for i := 0; i < m; i++ {
+			lam := a.d1[i*m+i]
+			omega := -(a.d0[i*m+i] + a.d1[i*m+i])
+			ev := math.Inf(1)
+			if omega > 0 {
+				ev = lam / omega
+			}
+			alpha[i] = ev / math.Min(float64(b), lam*float64(j)*md.h+1)
+			sum += alpha[i]
+		}
+		if sum > 0 && !math.IsInf(sum, 0) && !math.IsNaN(sum) {
+			for i := range alpha {
+				alpha[i] /= sum
+			}
+			return alpha
+		}
+		// Degenerate phases (ω = 0): fall through to the exact distribution.
+	}
+	phi := make([]float64, m*m) // start phase → phase at dispatch
+	for i := 0; i < m; i++ {
+		row := md.f[j][i*n : (i+1)*n]
+		for s, x := range row {
+			phi[i*m+s%m] += x
+		}
+	}
+	p := make([]float64, m*m)
+	matMul(p, phi, md.emb, m, m, m)
+	_ = b
+	return stationary(p, m, false)
+}
+
+// tau is the paper's mean time to collect B−1 requests after the first, (B−1)/λ̄: Eq. 10 for
+// Poisson and Eq. 15 for MMPP(2), whose denominator is exactly the MMPP's mean rate; for a MAP we
+// use its fundamental rate, the same quantity.
+func (md *Model) tau() float64 { return float64(md.b-1) / md.arr.Rate() }
+
+func normalise(p []float64) {
+	s := 0.0
+	for i, x := range p {
+		if x < 0 {
+			p[i] = 0
+			x = 0
+		}
+		s += x
+	}
+	if s > 0 {
+		for i := range p {
+			p[i] /= s
+		}
+	}
+}
+
+// Analyze returns the model of arrivals a with max batch maxBatch and timeout seconds, on a grid
+// fine enough for the arrival rates (about 16 steps per timeout, at most 0.25/λmax each).
+func Analyze(a *MAP, maxBatch int, timeout float64, start StartPhase) (*Batching, error) {
+	if !(timeout >= 0) || math.IsInf(timeout, 0) {
+		return nil, fmt.Errorf("analytic model: timeout %g s must be ≥ 0", timeout)
+	}
+	if timeout == 0 {
+		md, err := NewModel(a, maxBatch, 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		return md.At(0, start)
+	}
+	steps := GridSteps(a, timeout, 16)
+	md, err := NewModel(a, maxBatch, timeout/float64(steps), timeout)
+	if err != nil {
+		return nil, err
+	}
+	return md.At(timeout, start)
+}
+
+// GridSteps returns how many grid steps to cut an interval of the given seconds into: at least
+// minSteps and enough that no step exceeds 0.25 expected events of the fastest phase, so that
+// the linear interpolation of the wait distribution between grid points stays accurate.
+func GridSteps(a *MAP, interval float64, minSteps int) int {
+	lmax := 0.0
+	for i := 0; i < a.m; i++ {
+		lmax = math.Max(lmax, -a.d0[i*a.m+i])
+	}
+	s := int(math.Ceil(interval * lmax / 0.25))
+	if s < minSteps {
+		s = minSteps
+	}
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
