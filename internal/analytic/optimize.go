@@ -1,0 +1,346 @@
+package analytic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrInfeasible reports that no configuration on the grid meets the constraint; the returned
+// Plan is then the best effort (the lowest-latency configuration for Eq. 2, the cheapest for
+// Eq. 3) with Feasible false.
+var ErrInfeasible = errors.New("no configuration meets the constraint")
+
+// Pricing is the serverless price list of Eq. 1.
+type Pricing struct {
+	// USDPerGBSecond is K1, dollars per GB-second of allocated memory (GB = 1024 MB).
+	USDPerGBSecond float64 `json:"usd_per_gb_s"`
+	// USDPerInvocation is K2, dollars per function call.
+	USDPerInvocation float64 `json:"usd_per_invocation"`
+	// Granularity rounds every call's billed duration up to a multiple of it; 0 bills the exact
+	// service time, as Eq. 1 does (AWS billed 100 ms slices in 2020 and 1 ms since).
+	Granularity time.Duration `json:"granularity"`
+}
+
+// DefaultPricing returns AWS Lambda's prices used by BATCH (Eq. 1): K1 = 1.66667e-5 $/GB-s and
+// K2 = 2e-7 $ per call, no free tier, exact durations.
+func DefaultPricing() Pricing {
+	return Pricing{USDPerGBSecond: 1.66667e-5, USDPerInvocation: 2e-7}
+}
+
+// Validate reports the first field that is out of range.
+func (p Pricing) Validate() error {
+	switch {
+	case !(p.USDPerGBSecond >= 0) || math.IsInf(p.USDPerGBSecond, 0):
+		return fmt.Errorf("pricing.usd_per_gb_s: must be ≥ 0, got %g", p.USDPerGBSecond)
+	case !(p.USDPerInvocation >= 0) || math.IsInf(p.USDPerInvocation, 0):
+		return fmt.Errorf("pricing.usd_per_invocation: must be ≥ 0, got %g", p.USDPerInvocation)
+	case p.Granularity < 0:
+		return fmt.Errorf("pricing.granularity: must be ≥ 0, got %v", p.Granularity)
+	}
+	return nil
+}
+
+// CallCost returns the price in dollars of one call lasting seconds with memoryMB MB (Eq. 1 with
+// S = seconds, M = memoryMB/1024, I = 1).
+func (p Pricing) CallCost(seconds float64, memoryMB int) float64 {
+	if g := p.Granularity.Seconds(); g > 0 {
+		seconds = math.Ceil(seconds/g-1e-9) * g
+	}
+	return seconds*float64(memoryMB)/1024*p.USDPerGBSecond + p.USDPerInvocation
+}
+
+// Grid is the search space of the exhaustive optimiser (§IV, "exhaustive search"). The memory
+// range is intersected with the service model's domain, never extrapolated.
+type Grid struct {
+	// MemoryMinMB, MemoryMaxMB and MemoryStepMB span the function memory sizes, in MB.
+	MemoryMinMB  int `json:"memory_min_mb"`
+	MemoryMaxMB  int `json:"memory_max_mb"`
+	MemoryStepMB int `json:"memory_step_mb"`
+	// MaxBatch is B_max: max batch sizes 1..MaxBatch are explored (capped by the model's domain).
+	MaxBatch int `json:"max_batch"`
+	// TimeoutStep and TimeoutMax span the timeouts TimeoutStep, 2·TimeoutStep, …, TimeoutMax.
+	TimeoutStep time.Duration `json:"timeout_step"`
+	TimeoutMax  time.Duration `json:"timeout_max"`
+}
+
+// DefaultGrid returns Lambda's memory range 128–10,240 MB in 64 MB steps, B_max = 20 and
+// timeouts 10–490 ms in 10 ms steps, BATCH's solver grid (solver.py: arange(0.01, 0.5, 0.01)).
+func DefaultGrid() Grid {
+	return Grid{MemoryMinMB: 128, MemoryMaxMB: 10240, MemoryStepMB: 64, MaxBatch: 20,
+		TimeoutStep: 10 * time.Millisecond, TimeoutMax: 490 * time.Millisecond}
+}
+
+// Validate reports the first field that is out of range.
+func (g Grid) Validate() error {
+	switch {
+	case g.MemoryMinMB < 1 || g.MemoryMaxMB < g.MemoryMinMB:
+		return fmt.Errorf("grid.memory_min_mb/memory_max_mb: [%d, %d] is empty", g.MemoryMinMB, g.MemoryMaxMB)
+	case g.MemoryStepMB < 1:
+		return fmt.Errorf("grid.memory_step_mb: must be ≥ 1, got %d", g.MemoryStepMB)
+	case g.MaxBatch < 1 || g.MaxBatch > 256:
+		return fmt.Errorf("grid.max_batch: must be in [1, 256], got %d", g.MaxBatch)
+	case g.TimeoutStep <= 0:
+		return fmt.Errorf("grid.timeout_step: must be > 0, got %v", g.TimeoutStep)
+	case g.TimeoutMax < g.TimeoutStep || g.TimeoutMax/g.TimeoutStep > 10000:
+		return fmt.Errorf("grid.timeout_max: must be in [timeout_step, 10000·timeout_step], got %v", g.TimeoutMax)
+	}
+	return nil
+}
+
+// Objective selects the optimisation problem.
+type Objective int
+
+const (
+	// MinCost minimises the cost per request subject to P_p ≤ SLO (Eq. 2).
+	MinCost Objective = iota
+	// MinLatency minimises P_p subject to cost per request ≤ Budget (Eq. 3).
+	MinLatency
+)
+
+// Problem is one optimisation: arrivals, service model, target and search space.
+type Problem struct {
+	// Arrivals is the (fitted) arrival process.
+	Arrivals *MAP
+	// Service gives S_k for each memory size.
+	Service ServiceModel
+	// Percentile is p in (0, 1), e.g. 0.95 for the 95th percentile latency P_95.
+	Percentile float64
+	// Objective chooses Eq. 2 (MinCost, needs SLO) or Eq. 3 (MinLatency, needs Budget).
+	Objective Objective
+	// SLO bounds P_p for MinCost.
+	SLO time.Duration
+	// Budget bounds the cost per request in dollars for MinLatency.
+	Budget float64
+	// Grid is the search space; the zero Grid means DefaultGrid().
+	Grid Grid
+	// Pricing is the price list; the zero Pricing means DefaultPricing().
+	Pricing Pricing
+	// Start selects π(0) (StartExact unless reproducing the paper).
+	Start StartPhase
+}
+
+// Plan is the optimiser's answer: the configuration and what the model predicts for it.
+type Plan struct {
+	// MemoryMB is the function memory size in MB.
+	MemoryMB int `json:"memory_mb"`
+	// MaxBatch is the buffer's maximum batch size B.
+	MaxBatch int `json:"max_batch"`
+	// Timeout is the buffer's timeout T (0 when MaxBatch is 1).
+	Timeout time.Duration `json:"-"`
+	// TimeoutMS is Timeout in milliseconds, for JSON.
+	TimeoutMS float64 `json:"timeout_ms"`
+	// Percentile is p.
+	Percentile float64 `json:"percentile"`
+	// LatencyMS is the predicted p-th percentile latency P_p in milliseconds.
+	LatencyMS float64 `json:"predicted_latency_ms"`
+	// CostPerRequest is the predicted cost per request in dollars (Eq. 1 over E[K]).
+	CostPerRequest float64 `json:"cost_per_request_usd"`
+	// MeanBatchSize is the predicted mean number of requests per call.
+	MeanBatchSize float64 `json:"mean_batch_size"`
+	// ArrivalRate is the arrival process's mean rate in requests per second.
+	ArrivalRate float64 `json:"arrival_rate_rps"`
+	// Feasible reports whether the constraint (SLO or budget) is met.
+	Feasible bool `json:"feasible"`
+	// Explored is the number of (memory, B, T) configurations evaluated.
+	Explored int `json:"explored"`
+	// Reason says why this configuration was chosen.
+	Reason string `json:"reason"`
+}
+
+// Validate reports the first field of p that is out of range.
+func (p Problem) Validate() error {
+	switch {
+	case p.Arrivals == nil:
+		return fmt.Errorf("problem.arrivals: missing")
+	case p.Service == nil:
+		return fmt.Errorf("problem.service: missing")
+	case !(p.Percentile > 0 && p.Percentile < 1):
+		return fmt.Errorf("problem.percentile: must be in (0, 1), got %g", p.Percentile)
+	case p.Objective == MinCost && p.SLO <= 0:
+		return fmt.Errorf("problem.slo: must be > 0 to minimise cost, got %v", p.SLO)
+	case p.Objective == MinLatency && !(p.Budget > 0):
+		return fmt.Errorf("problem.budget: must be > 0 to minimise latency, got %g", p.Budget)
+	case p.Objective != MinCost && p.Objective != MinLatency:
+		return fmt.Errorf("problem.objective: unknown %d", p.Objective)
+	}
+	if err := p.grid().Validate(); err != nil {
+		return err
+	}
+	return p.pricing().Validate()
+}
+
+func (p Problem) grid() Grid {
+	if p.Grid == (Grid{}) {
+		return DefaultGrid()
+	}
+	return p.Grid
+}
+
+func (p Problem) pricing() Pricing {
+	if p.Pricing == (Pricing{}) {
+		return DefaultPricing()
+	}
+	return p.Pricing
+}
+
+// candidate is one evaluated configuration.
+type candidate struct {
+	mem, b, j int
+	cost, q   float64 // q: P_p in seconds (NaN until computed)
+	bt        *Batching
+	svc       []float64
+}
+
+// Optimize solves Eq. 2 or Eq. 3 by exhaustive search over the grid's memory sizes inside the
+// service model's domain, max batch sizes 1..B_max and timeouts, with the analytic model: one
+// Model per B shares the CTMC across all timeouts, and the latency CDF for each memory size only
+// re-weights the precomputed wait distribution. The cost per request is the long-run ratio
+// E[cost of a call]/E[K] (renewal reward over batches) — BATCH's solver prices the p-quantile
+// batch size instead, which over-states the cost when batches rarely fill. Ties go to the
+// smaller timeout, batch and memory. Optimize is pure; callers may run problems in parallel.
+func Optimize(p Problem) (Plan, error) {
+	if err := p.Validate(); err != nil {
+		return Plan{}, err
+	}
+	g, price := p.grid(), p.pricing()
+	bmin, bmax, mlo, mhi := p.Service.Domain()
+	lo, hi := max(g.MemoryMinMB, mlo), min(g.MemoryMaxMB, mhi)
+	var mems []int
+	for m := g.MemoryMinMB; m <= g.MemoryMaxMB; m += g.MemoryStepMB {
+		if m >= lo && m <= hi {
+			mems = append(mems, m)
+		}
+	}
+	if len(mems) == 0 {
+		return Plan{}, fmt.Errorf("optimise: grid memory [%d, %d] MB does not meet the profile's domain [%d, %d] MB", g.MemoryMinMB, g.MemoryMaxMB, mlo, mhi)
+	}
+	bTop := min(g.MaxBatch, bmax)
+	if bmin > 1 || bTop < 1 {
+		return Plan{}, fmt.Errorf("optimise: the profile covers batch sizes [%d, %d], need 1", bmin, bmax)
+	}
+	// Service times per memory size, S_k for k = 1..bTop.
+	svc := make([][]float64, len(mems))
+	for i, m := range mems {
+		svc[i] = make([]float64, bTop)
+		for k := 1; k <= bTop; k++ {
+			s := p.Service.ServiceTime(k, m)
+			if !(s > 0) || math.IsInf(s, 0) {
+				return Plan{}, fmt.Errorf("optimise: profile gives %g s for batch %d at %d MB", s, k, m)
+			}
+			svc[i][k-1] = s
+		}
+	}
+	step := g.TimeoutStep.Seconds()
+	nT := int(g.TimeoutMax / g.TimeoutStep)
+	r := GridSteps(p.Arrivals, step, 1)
+	slo := p.SLO.Seconds()
+	pct := p.Percentile
+
+	var best, fallback *candidate
+	explored := 0
+	better := func(a, b *candidate, byCost bool) bool {
+		if b == nil {
+			return true
+		}
+		x, y := a.q, b.q
+		if byCost {
+			x, y = a.cost, b.cost
+		}
+		if x != y {
+			return x < y
+		}
+		return false // earlier (smaller B, T, memory) wins ties
+	}
+	for b := 1; b <= bTop; b++ {
+		var md *Model
+		var err error
+		js := []int{0}
+		if b > 1 {
+			md, err = NewModel(p.Arrivals, b, step/float64(r), float64(nT)*step)
+			if err != nil {
+				return Plan{}, fmt.Errorf("optimise: %w", err)
+			}
+			js = js[:0]
+			for j := 1; j <= nT; j++ {
+				js = append(js, j)
+			}
+		} else {
+			md, err = NewModel(p.Arrivals, 1, step, 0)
+			if err != nil {
+				return Plan{}, fmt.Errorf("optimise: %w", err)
+			}
+		}
+		for _, j := range js {
+			bt, err := md.At(float64(j*r)*md.Step(), p.Start)
+			if err != nil {
+				return Plan{}, fmt.Errorf("optimise: %w", err)
+			}
+			for i, m := range mems {
+				explored++
+				s := svc[i][:b]
+				c := &candidate{mem: m, b: b, j: j, bt: bt, svc: s, q: math.NaN()}
+				for k, pk := range bt.pmf {
+					c.cost += pk * price.CallCost(s[k], m)
+				}
+				c.cost /= bt.meanK
+				switch p.Objective {
+				case MinCost:
+					if bt.LatencyCDF(s, slo) >= pct {
+						if better(c, best, true) {
+							best = c
+						}
+					} else {
+						// Best effort if nothing is feasible: the lowest P_p.
+						c.q, _ = bt.Quantile(s, pct)
+						if better(c, fallback, false) {
+							fallback = c
+						}
+					}
+				case MinLatency:
+					if c.cost <= p.Budget {
+						c.q, _ = bt.Quantile(s, pct)
+						if better(c, best, false) {
+							best = c
+						}
+					} else if better(c, fallback, true) {
+						fallback = c
+					}
+				}
+			}
+		}
+	}
+	feasible := best != nil
+	if !feasible {
+		best = fallback
+	}
+	if math.IsNaN(best.q) {
+		best.q, _ = best.bt.Quantile(best.svc, pct)
+	}
+	plan := Plan{
+		MemoryMB: best.mem, MaxBatch: best.b,
+		Timeout:        time.Duration(best.j) * g.TimeoutStep,
+		Percentile:     pct,
+		LatencyMS:      best.q * 1000,
+		CostPerRequest: best.cost,
+		MeanBatchSize:  best.bt.meanK,
+		ArrivalRate:    p.Arrivals.Rate(),
+		Feasible:       feasible,
+		Explored:       explored,
+	}
+	plan.TimeoutMS = float64(plan.Timeout) / float64(time.Millisecond)
+	switch {
+	case feasible && p.Objective == MinCost:
+		plan.Reason = "cheapest configuration with P_p within the SLO (Eq. 2)"
+	case feasible:
+		plan.Reason = "lowest P_p within the budget (Eq. 3)"
+	case p.Objective == MinCost:
+		plan.Reason = "no configuration meets the SLO: lowest P_p instead"
+		return plan, fmt.Errorf("optimise: %w: best P_%g is %.1f ms > SLO %v", ErrInfeasible, pct*100, plan.LatencyMS, p.SLO)
+	default:
+		plan.Reason = "no configuration fits the budget: cheapest instead"
+		return plan, fmt.Errorf("optimise: %w: cheapest is %.3g $/request > budget %.3g", ErrInfeasible, plan.CostPerRequest, p.Budget)
+	}
+	return plan, nil
+}
