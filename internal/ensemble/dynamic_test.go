@@ -1,0 +1,119 @@
+package ensemble
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func dynPool() []Model {
+	return []Model{
+		{Name: "a", Latency: ms(10), Accuracy: 0.80, PackingFactor: 5},
+		{Name: "b", Latency: ms(10), Accuracy: 0.78, PackingFactor: 4},
+		{Name: "c", Latency: ms(10), Accuracy: 0.76, PackingFactor: 3},
+		{Name: "d", Latency: ms(10), Accuracy: 0.74, PackingFactor: 2},
+		{Name: "e", Latency: ms(10), Accuracy: 0.72, PackingFactor: 1},
+	}
+}
+
+// feed records n requests in which the listed models answer right (class 1) and the others
+// answer 2, with label 1, voting by plain majority.
+func feed(t *testing.T, d *Dynamic, n int, right ...string) {
+	t.Helper()
+	for range n {
+		var preds []Prediction
+		for _, m := range d.Models() {
+			c := 2
+			if slices.Contains(right, m) {
+				c = 1
+			}
+			preds = append(preds, Prediction{m, c})
+		}
+		d.Record(preds, Majority(preds), 1)
+	}
+}
+
+func TestDynamicStep(t *testing.T) {
+	c := Constraint{Latency: ms(20), Accuracy: 0.9}
+	tests := []struct {
+		name        string
+		initial     []string
+		feed        func(t *testing.T, d *Dynamic)
+		at          time.Duration
+		wantModels  []string
+		wantDropped []string
+		wantAdded   []string
+	}{
+		{"interval not over keeps the ensemble", nil, func(t *testing.T, d *Dynamic) { feed(t, d, 10, "a", "b", "c", "d", "e") },
+			10 * time.Second, []string{"a", "b", "c", "d", "e"}, nil, nil},
+		{"unanimous and accurate prunes to floor(N/2)+1, accuracy ties by least P_f", nil,
+			func(t *testing.T, d *Dynamic) { feed(t, d, 10, "a", "b", "c", "d", "e") },
+			30 * time.Second, []string{"a", "b", "c"}, []string{"e", "d"}, nil},
+		{"interval accuracy, not profiled accuracy, decides what is dropped", nil,
+			func(t *testing.T, d *Dynamic) {
+				feed(t, d, 9, "a", "b", "c", "d", "e")
+				feed(t, d, 1, "b", "c", "d", "e")
+			},
+			30 * time.Second, []string{"b", "c", "d"}, []string{"a", "e"}, nil},
+		{"vote mode at the needed count keeps the ensemble", nil,
+			func(t *testing.T, d *Dynamic) { feed(t, d, 10, "a", "b", "c") },
+			30 * time.Second, []string{"a", "b", "c", "d", "e"}, nil, nil},
+		{"accuracy below target adds the most accurate unused model", []string{"b", "c", "e"},
+			func(t *testing.T, d *Dynamic) { feed(t, d, 10, "b") },
+			31 * time.Second, []string{"a", "b", "c", "e"}, nil, []string{"a"}},
+		{"no feedback changes nothing", []string{"c"}, func(t *testing.T, d *Dynamic) {},
+			30 * time.Second, []string{"c"}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := NewDynamic(DefaultConfig(), c, dynPool(), tt.initial, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.feed(t, d)
+			dec := d.Step(t0.Add(tt.at))
+			if !slices.Equal(dec.Models, tt.wantModels) || !slices.Equal(dec.Dropped, tt.wantDropped) || !slices.Equal(dec.Added, tt.wantAdded) {
+				t.Errorf("Step (-want +got):\n-models %v dropped %v added %v\n+models %v dropped %v added %v (%s)",
+					tt.wantModels, tt.wantDropped, tt.wantAdded, dec.Models, dec.Dropped, dec.Added, dec.Reason)
+			}
+			if !slices.Equal(d.Models(), dec.Models) {
+				t.Errorf("Models() = %v after Step returned %v", d.Models(), dec.Models)
+			}
+		})
+	}
+}
+
+func TestDynamicDropTieByPackingFactor(t *testing.T) {
+	pool := []Model{
+		{Name: "x", Latency: ms(1), Accuracy: 0.7, PackingFactor: 8},
+		{Name: "y", Latency: ms(1), Accuracy: 0.7, PackingFactor: 2},
+		{Name: "z", Latency: ms(1), Accuracy: 0.7, PackingFactor: 5},
+	}
+	d, err := NewDynamic(DefaultConfig(), Constraint{ms(5), 0.5}, pool, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, d, 4, "x", "y", "z")
+	dec := d.Step(t0.Add(time.Minute))
+	if !slices.Equal(dec.Dropped, []string{"y"}) {
+		t.Errorf("dropped (-want +got):\n-[y]\n+%v (%s)", dec.Dropped, dec.Reason)
+	}
+	if want := t0.Add(time.Minute + DefaultInterval); !dec.Next.Equal(want) {
+		t.Errorf("next (-want +got):\n-%v\n+%v", want, dec.Next)
+	}
+}
+
+func TestNewDynamicRejectsBadInput(t *testing.T) {
+	c := Constraint{ms(5), 0.5}
+	if _, err := NewDynamic(DefaultConfig(), c, nil, nil, t0); err == nil {
+		t.Error("accepted an empty pool")
+	}
+	if _, err := NewDynamic(DefaultConfig(), c, dynPool(), []string{"nope"}, t0); err == nil {
+		t.Error("accepted an initial model outside the pool")
+	}
+	if _, err := NewDynamic(DefaultConfig(), c, append(dynPool(), dynPool()[0]), nil, t0); err == nil {
+		t.Error("accepted a duplicate model")
+	}
+}

@@ -1,0 +1,265 @@
+package ensemble
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Simulator defaults, chosen so that simulated ensembles behave like real ones (see SimConfig).
+const (
+	// DefaultSimRate is the request rate of the simulated workload, in requests per second
+	// (Cocktail §5.2 scales its traces to 50 req/s).
+	DefaultSimRate = 50.0
+	// DefaultSimCorrelation is ρ of the Gaussian copula between models' correctness on the same
+	// input. Independent errors (ρ = 0) would let nine ~70 % models vote their way to ~90 %,
+	// far above what real ImageNet ensembles reach; ρ = 0.6 gives the full ensemble of the
+	// nine-model table a gain of a few points over its best member, in line with Cocktail
+	// Fig. 3a and Table 3.
+	DefaultSimCorrelation = 0.6
+	// DefaultSimConfusers is how many look-alike classes each class's wrong answers fall into.
+	DefaultSimConfusers = 5
+	// DefaultSimSharedConfusion is the probability that a wrong model picks the input's common
+	// look-alike class rather than its own draw: models confuse the same images the same way.
+	DefaultSimSharedConfusion = 0.5
+)
+
+// SimConfig describes the synthetic workload of the ensemble simulator.
+type SimConfig struct {
+	// Seed makes the run reproducible: the same seed gives the same inputs and per-model
+	// answers to every strategy (common random numbers).
+	Seed uint64
+	// Requests is the number of requests; > 0.
+	Requests int
+	// Rate is the arrival rate in requests per second; it maps requests onto the dynamic
+	// policy's 30 s intervals; > 0 (default 50).
+	Rate float64
+	// Correlation is ρ in [0, 1) between models' correctness on one input (default 0.6).
+	Correlation float64
+	// Confusers is the number of look-alike classes per class, ≥ 1 (default 5).
+	Confusers int
+	// SharedConfusion is in [0, 1] (default 0.5).
+	SharedConfusion float64
+	// LabelFraction is the fraction of requests whose label comes back as feedback, in (0, 1]
+	// (default 1).
+	LabelFraction float64
+}
+
+// DefaultSimConfig returns the simulator defaults with the given seed and request count.
+func DefaultSimConfig(seed uint64, requests int) SimConfig {
+	return SimConfig{Seed: seed, Requests: requests, Rate: DefaultSimRate, Correlation: DefaultSimCorrelation,
+		Confusers: DefaultSimConfusers, SharedConfusion: DefaultSimSharedConfusion, LabelFraction: 1}
+}
+
+// Validate reports the first field of c that is out of range.
+func (c SimConfig) Validate() error {
+	switch {
+	case c.Requests <= 0:
+		return fmt.Errorf("sim.requests: must be > 0, got %d", c.Requests)
+	case !(c.Rate > 0) || math.IsInf(c.Rate, 0):
+		return fmt.Errorf("sim.rate: must be > 0, got %v", c.Rate)
+	case !(c.Correlation >= 0 && c.Correlation < 1):
+		return fmt.Errorf("sim.correlation: must be in [0, 1), got %v", c.Correlation)
+	case c.Confusers < 1:
+		return fmt.Errorf("sim.confusers: must be >= 1, got %d", c.Confusers)
+	case !(c.SharedConfusion >= 0 && c.SharedConfusion <= 1):
+		return fmt.Errorf("sim.shared_confusion: must be in [0, 1], got %v", c.SharedConfusion)
+	case !(c.LabelFraction > 0 && c.LabelFraction <= 1):
+		return fmt.Errorf("sim.label_fraction: must be in (0, 1], got %v", c.LabelFraction)
+	}
+	return nil
+}
+
+// Strategy is one way of serving the simulated requests.
+type Strategy struct {
+	// Name labels the result.
+	Name string
+	// Models is the fixed ensemble, or the initial one when Dynamic.
+	Models []string
+	// Dynamic runs Cocktail's dynamic selection over Pool starting from Models.
+	Dynamic bool
+	// Weighted uses class-weighted voting (learned from feedback) instead of plain majority.
+	Weighted bool
+	// Mode is what the class weights measure (default Precision).
+	Mode WeightMode
+}
+
+// SimResult is what one strategy achieved on the simulated workload.
+type SimResult struct {
+	Name        string  `json:"name"`
+	Requests    int     `json:"requests"`
+	Accuracy    float64 `json:"accuracy"`
+	MeanModels  float64 `json:"mean_models"`
+	Invocations int     `json:"invocations"`
+	// Ties counts requests whose top vote count was shared; TiesCorrect how many of them the
+	// vote still answered correctly.
+	Ties        int `json:"ties"`
+	TiesCorrect int `json:"ties_correct"`
+	// Changes counts the dynamic policy's ensemble changes.
+	Changes int `json:"changes"`
+	// LatencyMS is the mean ensemble latency (slowest member) over requests, in milliseconds.
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// Simulate serves cfg.Requests synthetic inputs with strategy s and reports accuracy and model
+// invocations. Each input's class is uniform over the table's classes; model m answers class c
+// correctly with probability Rate[m][c], its correctness correlated across models through a
+// Gaussian copula with ρ = cfg.Correlation (hard images are hard for every model); a wrong
+// answer is one of the class's look-alike classes, shared between models with probability
+// cfg.SharedConfusion. pool gives each table model's latency and packing factor (names must
+// match table rows); c is the constraint the dynamic policy works to. The run is deterministic
+// for a given cfg.Seed, and every strategy sees the same answers from the same models.
+func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config, cfg SimConfig) (SimResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return SimResult{}, err
+	}
+	byName := map[string]Model{}
+	for _, m := range pool {
+		if t.ModelIndex(m.Name) < 0 {
+			return SimResult{}, fmt.Errorf("simulate: pool model %q is not in the class table", m.Name)
+		}
+		byName[m.Name] = m
+	}
+	for _, n := range s.Models {
+		if _, ok := byName[n]; !ok {
+			return SimResult{}, fmt.Errorf("simulate %s: model %q is not in the pool", s.Name, n)
+		}
+	}
+	if len(s.Models) == 0 && !s.Dynamic {
+		return SimResult{}, fmt.Errorf("simulate %s: no models", s.Name)
+	}
+	nm, nc := len(t.Models), len(t.Classes)
+	conf := confusers(nc, cfg.Confusers, cfg.Seed)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
+	start := time.Unix(0, 0).UTC()
+	var dyn *Dynamic
+	if s.Dynamic {
+		var err error
+		if dyn, err = NewDynamic(ecfg, c, pool, s.Models, start); err != nil {
+			return SimResult{}, err
+		}
+	}
+	weights := NewClassWeights(s.Mode, 0)
+	for _, m := range pool {
+		weights.SetPrior(m.Name, m.Accuracy)
+	}
+	active := s.Models
+	next := start.Add(ecfg.Interval)
+	answer := make([]int, nm)
+	sr, sn := math.Sqrt(cfg.Correlation), math.Sqrt(1-cfg.Correlation)
+	res := SimResult{Name: s.Name, Requests: cfg.Requests}
+	var latSum float64
+	preds := make([]Prediction, 0, nm)
+	for i := range cfg.Requests {
+		now := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
+		if dyn != nil {
+			if i == 0 {
+				active = dyn.Models()
+			}
+			if !now.Before(next) {
+				d := dyn.Step(now)
+				next = d.Next
+				active = d.Models
+				if d.Changed() {
+					res.Changes++
+				}
+			}
+		}
+		// Draw every model's answer, used or not, so all strategies share the same inputs.
+		class := rng.IntN(nc)
+		z0 := rng.NormFloat64()
+		shared := geometric(rng.Float64(), cfg.Confusers)
+		for m := range nm {
+			z := sr*z0 + sn*rng.NormFloat64()
+			u := 0.5 * math.Erfc(-z/math.Sqrt2) // Φ(z)
+			own := geometric(rng.Float64(), cfg.Confusers)
+			if rng.Float64() < cfg.SharedConfusion {
+				own = shared
+			}
+			if u < t.Rate[m][class] {
+				answer[m] = class
+			} else {
+				answer[m] = conf[class][own]
+			}
+		}
+		labelled := rng.Float64() < cfg.LabelFraction
+		preds = preds[:0]
+		var lat time.Duration
+		for _, n := range active {
+			preds = append(preds, Prediction{Model: n, Class: answer[t.ModelIndex(n)]})
+			lat = max(lat, byName[n].Latency)
+		}
+		var v Verdict
+		if s.Weighted {
+			v = weights.Weighted(preds)
+		} else {
+			v = Majority(preds)
+		}
+		res.Invocations += len(preds)
+		latSum += float64(lat) / float64(time.Millisecond)
+		ok := v.Class == class
+		if ok {
+			res.Accuracy++
+		}
+		if v.Tie {
+			res.Ties++
+			if ok {
+				res.TiesCorrect++
+			}
+		}
+		label := -1
+		if labelled {
+			label = class
+			weights.Learn(preds, class)
+		}
+		if dyn != nil {
+			dyn.Record(preds, v, label)
+		}
+	}
+	res.Accuracy /= float64(cfg.Requests)
+	res.MeanModels = float64(res.Invocations) / float64(cfg.Requests)
+	res.LatencyMS = latSum / float64(cfg.Requests)
+	return res, nil
+}
+
+// geometric maps a uniform u to 0, 1, 2, … with probabilities 1/2, 1/4, …, capped at k−1.
+func geometric(u float64, k int) int {
+	if u <= 0 {
+		return k - 1
+	}
+	j := int(-math.Log2(u))
+	return min(j, k-1)
+}
+
+// confusers draws, for each class, k distinct other classes (its look-alikes), deterministically.
+func confusers(nc, k int, seed uint64) [][]int {
+	rng := rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, 1))
+	out := make([][]int, nc)
+	for c := range out {
+		kk := min(k, nc-1)
+		out[c] = make([]int, k)
+		if kk == 0 {
+			for j := range out[c] {
+				out[c][j] = -1 // a single class: a wrong answer is "no class"
+			}
+			continue
+		}
+		picked := map[int]bool{c: true}
+		for j := 0; j < k; j++ {
+			if j >= kk {
+				out[c][j] = out[c][j%kk]
+				continue
+			}
+			for {
+				x := rng.IntN(nc)
+				if !picked[x] {
+					picked[x] = true
+					out[c][j] = x
+					break
+				}
+			}
+		}
+	}
+	return out
+}
