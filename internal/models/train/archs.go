@@ -1,0 +1,40 @@
+package train
+
+// mlp returns a single-branch ReLU network 784 → hidden… → 10.
+func mlp(hidden ...int) [][]Layer {
+	var br []Layer
+	in := 784
+	for _, h := range hidden {
+		br = append(br, Layer{Kind: Dense, In: in, Out: h}, Layer{Kind: ReLU})
+		in = h
+	}
+	return [][]Layer{append(br, Layer{Kind: Dense, In: in, Out: 10})}
+}
+
+// Spec is one bundled model: its architecture, its epoch count (bigger nets need fewer passes
+// to reach their plateau; total training stays in minutes on two cores) and its serving role.
+type Spec struct {
+	Arch   Arch
+	Epochs int
+	// Role is "small", "medium" or "large" for the three serving models, else "".
+	Role string
+}
+
+// Bundled lists the bundled classifiers, smallest first: clearly different sizes, latencies and
+// accuracies in the style of Cocktail's Table 1, including one pooled front end and one
+// two-branch (non-chain) DAG for INFless's operator profiling.
+func Bundled() []Spec {
+	return []Spec{
+		{Arch: Arch{Name: "logreg", Description: "multinomial logistic regression 784→10", Branches: mlp()}, Epochs: 4},
+		{Arch: Arch{Name: "pool-mlp64", Description: "2×2 average pool (784→196) then MLP 196→64→10", Branches: func() [][]Layer {
+			return [][]Layer{{{Kind: AvgPool2}, {Kind: Dense, In: 196, Out: 64}, {Kind: ReLU}, {Kind: Dense, In: 64, Out: 10}}}
+		}()}, Epochs: 5},
+		{Arch: Arch{Name: "mlp32", Description: "MLP 784→32→10 (ReLU)", Branches: mlp(32)}, Epochs: 5, Role: "small"},
+		{Arch: Arch{Name: "mlp128", Description: "MLP 784→128→10 (ReLU)", Branches: mlp(128)}, Epochs: 4},
+		{Arch: Arch{Name: "mlp256", Description: "MLP 784→256→10 (ReLU)", Branches: mlp(256)}, Epochs: 3, Role: "medium"},
+		{Arch: Arch{Name: "branch2", Description: "two parallel branches added before softmax: 784→256→10 and 784→64→64→10 (non-chain DAG)", Branches: func() [][]Layer {
+			return append(mlp(256), mlp(64, 64)...)
+		}()}, Epochs: 3},
+		{Arch: Arch{Name: "mlp512x256", Description: "MLP 784→512→256→10 (ReLU)", Branches: mlp(512, 256)}, Epochs: 3, Role: "large"},
+	}
+}
