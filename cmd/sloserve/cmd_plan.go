@@ -1,5 +1,222 @@
 package main
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func runPlan(ctx context.Context, args []string, e env) error { return notYet("plan") }
+	"github.com/sloserve/sloserve/internal/analytic"
+)
+
+// runPlan dispatches 'plan <planner>'; today the only planner is 'batch'.
+func runPlan(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		return usagef("plan: missing planner (want: batch)")
+	}
+	switch args[0] {
+	case "batch":
+		return runPlanBatch(ctx, args[1:], e)
+	default:
+		return usagef("plan: unknown planner %q (want: batch)", args[0])
+	}
+}
+
+// planBatchOutput is the JSON printed by 'plan batch --json'.
+type planBatchOutput struct {
+	analytic.Plan
+	Profile   string      `json:"profile"`
+	Arrivals  string      `json:"arrivals"`
+	SLOMS     float64     `json:"slo_ms,omitempty"`
+	BudgetUSD float64     `json:"budget_usd,omitempty"`
+	D0        [][]float64 `json:"map_d0"`
+	D1        [][]float64 `json:"map_d1"`
+	ElapsedMS float64     `json:"elapsed_ms"`
+}
+
+// runPlanBatch is 'sloserve plan batch': BATCH's optimiser (analytic.Optimize) for one arrival
+// process and one service-time profile.
+func runPlanBatch(_ context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("plan batch", flag.ContinueOnError)
+	rate := fs.Float64("rate", 0, "Poisson arrival rate, requests per second")
+	tracePath := fs.String("trace", "", "inter-arrival file (seconds, one per line) to fit a MAP(2) to")
+	mapFiles := fs.String("map", "", "MAP as two files D0,D1 (comma-separated matrices, rates per second)")
+	profilePath := fs.String("profile", "", "service-time polynomial JSON (sloserve's, or BATCH's batch-lambda-polynomials.json with --model); default: BATCH's TF-resnetV2")
+	model := fs.String("model", "TF-resnetV2", "model to take from a BATCH polynomials file")
+	sloMS := fs.Float64("slo-ms", 0, "latency SLO on the percentile, milliseconds (minimise cost, Eq. 2)")
+	pct := fs.Float64("percentile", 0.95, "SLO percentile p, as 0.95 or 95")
+	budget := fs.Float64("budget", 0, "budget per request in dollars: minimise the percentile instead (Eq. 3)")
+	g := analytic.DefaultGrid()
+	memMin := fs.Int("memory-min-mb", g.MemoryMinMB, "smallest memory, MB (the profile's domain also bounds it)")
+	memMax := fs.Int("memory-max-mb", g.MemoryMaxMB, "largest memory, MB")
+	memStep := fs.Int("memory-step-mb", g.MemoryStepMB, "memory step, MB")
+	maxBatch := fs.Int("max-batch", g.MaxBatch, "largest max batch size B explored")
+	tStep := fs.Float64("timeout-step-ms", float64(g.TimeoutStep)/1e6, "timeout grid step, ms")
+	tMax := fs.Float64("timeout-max-ms", float64(g.TimeoutMax)/1e6, "largest timeout, ms")
+	paper := fs.Bool("paper-start", false, "use the paper's Eqs. 13-14 for the initial phase instead of the exact one")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	nsrc := 0
+	for _, n := range []string{"rate", "trace", "map"} {
+		if set[n] {
+			nsrc++
+		}
+	}
+	if nsrc != 1 {
+		return usagef("plan batch: give exactly one of --rate, --trace, --map")
+	}
+	p := analytic.Problem{}
+	var arrivals string
+	switch {
+	case set["rate"]:
+		if !(*rate > 0) || math.IsInf(*rate, 0) {
+			return usagef("plan batch: --rate must be > 0, got %g", *rate)
+		}
+		a, err := analytic.Poisson(*rate)
+		if err != nil {
+			return usagef("plan batch: --rate: %v", err)
+		}
+		p.Arrivals, arrivals = a, fmt.Sprintf("poisson(%g/s)", *rate)
+	case set["trace"]:
+		f, err := os.Open(*tracePath)
+		if err != nil {
+			return usagef("plan batch: --trace: %v", err)
+		}
+		x, err := analytic.ReadInterarrivals(f)
+		f.Close()
+		if err != nil {
+			return usagef("plan batch: --trace %s: %v", *tracePath, err)
+		}
+		a, _, err := analytic.FitMAP2(x)
+		if err != nil {
+			return usagef("plan batch: --trace %s: %v", *tracePath, err)
+		}
+		p.Arrivals, arrivals = a, "map2-fit("+*tracePath+")"
+	case set["map"]:
+		parts := strings.Split(*mapFiles, ",")
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return usagef("plan batch: --map wants two files D0,D1, got %q", *mapFiles)
+		}
+		d0, err := os.Open(parts[0])
+		if err != nil {
+			return usagef("plan batch: --map: %v", err)
+		}
+		defer d0.Close()
+		d1, err := os.Open(parts[1])
+		if err != nil {
+			return usagef("plan batch: --map: %v", err)
+		}
+		defer d1.Close()
+		a, err := analytic.ReadMAP(d0, d1)
+		if err != nil {
+			return usagef("plan batch: --map %s: %v", *mapFiles, err)
+		}
+		p.Arrivals, arrivals = a, "map("+*mapFiles+")"
+	}
+
+	svc := analytic.TFResnetV2
+	profileName := "default:" + svc.Name
+	if set["profile"] {
+		f, err := os.Open(*profilePath)
+		if err != nil {
+			return usagef("plan batch: --profile: %v", err)
+		}
+		svc, err = analytic.ReadPolynomial(f, *model)
+		f.Close()
+		if err != nil {
+			return usagef("plan batch: --profile %s: %v", *profilePath, err)
+		}
+		profileName = *profilePath + ":" + svc.Name
+	} else if set["model"] {
+		switch *model {
+		case analytic.TFResnetV2.Name:
+		case analytic.TFInceptionV4.Name:
+			svc = analytic.TFInceptionV4
+		case analytic.MXNetResnet50.Name:
+			svc = analytic.MXNetResnet50
+		default:
+			return usagef("plan batch: --model %q is not built in (TF-resnetV2, TF-inceptionV4, mxnet-resnet50); give --profile", *model)
+		}
+		profileName = "builtin:" + svc.Name
+	}
+	p.Service = svc
+
+	p.Percentile = *pct
+	if p.Percentile > 1 && p.Percentile < 100 {
+		p.Percentile /= 100
+	}
+	if !(p.Percentile > 0 && p.Percentile < 1) {
+		return usagef("plan batch: --percentile must be in (0, 1) or (1, 100), got %g", *pct)
+	}
+	switch {
+	case set["budget"]:
+		if !(*budget > 0) || math.IsInf(*budget, 0) {
+			return usagef("plan batch: --budget must be > 0 dollars, got %g", *budget)
+		}
+		p.Objective, p.Budget = analytic.MinLatency, *budget
+	case set["slo-ms"]:
+		if !(*sloMS > 0) || math.IsInf(*sloMS, 0) {
+			return usagef("plan batch: --slo-ms must be > 0, got %g", *sloMS)
+		}
+		p.Objective, p.SLO = analytic.MinCost, time.Duration(*sloMS*float64(time.Millisecond))
+	default:
+		return usagef("plan batch: give --slo-ms (minimise cost) or --budget (minimise latency)")
+	}
+	if !(*tStep > 0) || !(*tMax > 0) {
+		return usagef("plan batch: --timeout-step-ms and --timeout-max-ms must be > 0")
+	}
+	p.Grid = analytic.Grid{MemoryMinMB: *memMin, MemoryMaxMB: *memMax, MemoryStepMB: *memStep, MaxBatch: *maxBatch,
+		TimeoutStep: time.Duration(*tStep * float64(time.Millisecond)), TimeoutMax: time.Duration(*tMax * float64(time.Millisecond))}
+	if err := p.Grid.Validate(); err != nil {
+		return usagef("plan batch: %v", err)
+	}
+	if *paper {
+		p.Start = analytic.StartPaper
+	}
+
+	start := time.Now()
+	plan, err := analytic.Optimize(p)
+	elapsed := time.Since(start)
+	if err != nil && !errors.Is(err, analytic.ErrInfeasible) {
+		return usagef("plan batch: %v", err)
+	}
+	out := planBatchOutput{Plan: plan, Profile: profileName, Arrivals: arrivals, BudgetUSD: p.Budget,
+		D0: p.Arrivals.D0(), D1: p.Arrivals.D1(), ElapsedMS: float64(elapsed) / 1e6}
+	if p.SLO > 0 {
+		out.SLOMS = float64(p.SLO) / 1e6
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if werr := enc.Encode(out); werr != nil {
+			return fmt.Errorf("plan batch: %w", werr)
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "arrivals\t%s (%.3f req/s)\n", arrivals, plan.ArrivalRate)
+		fmt.Fprintf(tw, "profile\t%s\n", profileName)
+		fmt.Fprintf(tw, "memory_mb\t%d\n", plan.MemoryMB)
+		fmt.Fprintf(tw, "max_batch\t%d\n", plan.MaxBatch)
+		fmt.Fprintf(tw, "timeout_ms\t%g\n", plan.TimeoutMS)
+		fmt.Fprintf(tw, "p%g latency\t%.1f ms\n", plan.Percentile*100, plan.LatencyMS)
+		fmt.Fprintf(tw, "cost per request\t$%.4g\n", plan.CostPerRequest)
+		fmt.Fprintf(tw, "mean batch size\t%.2f\n", plan.MeanBatchSize)
+		fmt.Fprintf(tw, "feasible\t%v (%s)\n", plan.Feasible, plan.Reason)
+		fmt.Fprintf(tw, "explored\t%d configurations in %v\n", plan.Explored, elapsed.Round(time.Millisecond))
+		if werr := tw.Flush(); werr != nil {
+			return fmt.Errorf("plan batch: %w", werr)
+		}
+	}
+	return err
+}
