@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -265,4 +266,16 @@ func (c *Catalog) Validate() error {
 		return fmt.Errorf("spot.notice: must be ≥ 0, got %v", sp.Notice)
 	}
 	return nil
+}
+
+// SpotSuffix marks a spot instance in a type name: "c5.large/spot" is a c5.large bought on the
+// spot market (provider.Spec has no market field, so the market travels in the type name).
+const SpotSuffix = "/spot"
+
+// ParseType splits a type name into the catalog name and whether it asks for the spot market.
+func ParseType(name string) (base string, spot bool) {
+	if b, ok := strings.CutSuffix(name, SpotSuffix); ok {
+		return b, true
+	}
+	return name, false
 }

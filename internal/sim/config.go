@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// Engine defaults.
+const (
+	// DefaultNoiseCV is the coefficient of variation of simulated service times. BATCH (§VI)
+	// measured CV ≤ 0.1 on Lambda; VMs are steadier, so 0.05.
+	DefaultNoiseCV = 0.05
+	// DefaultSamplePeriod is how often load is sampled and the fleet scaler asked: 1 s, fine
+	// enough for Knative's 6 s panic window and MArk's 5 s P_s.
+	DefaultSamplePeriod = time.Second
+	// DefaultHistoryLen is how many samples a scaler sees: 15 min at 1 s, SageMaker's longest alarm.
+	DefaultHistoryLen = 900
+	// DefaultSeriesPeriod is the time-series resolution: 1 min.
+	DefaultSeriesPeriod = time.Minute
+	// DefaultRequestTimeout is how long a request may wait in a queue before it fails (a gateway
+	// timeout); it bounds queues of an overloaded fleet.
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// DefaultEpoch is the virtual wall-clock time at which runs start (the Twitter trace's day).
+var DefaultEpoch = time.Date(2017, 5, 25, 0, 0, 0, 0, time.UTC)
+
+// Config parameterises one simulation run.
+type Config struct {
+	// SLO is the latency objective requests are judged against.
+	SLO slo.Spec
+	// Seed makes the run deterministic: the same seed, inputs and policy give the same Summary.
+	Seed uint64
+	// NoiseCV is the coefficient of variation of service times (log-normal, mean preserved);
+	// 0 makes service times exactly the profile's. Must be in [0, 2].
+	NoiseCV float64
+	// SamplePeriod is the load-sampling and scaler period. Must be > 0.
+	SamplePeriod time.Duration
+	// HistoryLen is the number of samples a scaler's Snapshot holds. Must be ≥ 1.
+	HistoryLen int
+	// SeriesPeriod is the period of the time series in the Result; 0 disables the series.
+	SeriesPeriod time.Duration
+	// RequestTimeout is the longest a request waits in a queue before failing. Must be > 0.
+	RequestTimeout time.Duration
+	// Epoch is the virtual wall-clock time of offset 0.
+	Epoch time.Time
+	// SpotPrices holds spot price series by instance type name (e.g. from cost.ReadSpotPrices);
+	// types without one pay their catalog spot price.
+	SpotPrices map[string]cost.PriceSeries
+	// Trace names the arrival trace in the Summary.
+	Trace string
+	// Progress, when set, is called now and then with the virtual time reached.
+	Progress func(reached time.Duration)
+}
+
+// DefaultConfig returns the engine defaults with the default SLO and seed 1.
+func DefaultConfig() Config {
+	return Config{
+		SLO:            slo.DefaultSpec(),
+		Seed:           1,
+		NoiseCV:        DefaultNoiseCV,
+		SamplePeriod:   DefaultSamplePeriod,
+		HistoryLen:     DefaultHistoryLen,
+		SeriesPeriod:   DefaultSeriesPeriod,
+		RequestTimeout: DefaultRequestTimeout,
+		Epoch:          DefaultEpoch,
+	}
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	if err := c.SLO.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case !(c.NoiseCV >= 0 && c.NoiseCV <= 2) || math.IsNaN(c.NoiseCV):
+		return fmt.Errorf("sim.noise_cv: must be in [0, 2], got %v", c.NoiseCV)
+	case c.SamplePeriod <= 0:
+		return fmt.Errorf("sim.sample_period: must be > 0, got %v", c.SamplePeriod)
+	case c.HistoryLen < 1:
+		return fmt.Errorf("sim.history_len: must be ≥ 1, got %d", c.HistoryLen)
+	case c.SeriesPeriod < 0:
+		return fmt.Errorf("sim.series_period: must be ≥ 0, got %v", c.SeriesPeriod)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("sim.request_timeout: must be > 0, got %v", c.RequestTimeout)
+	}
+	return nil
+}

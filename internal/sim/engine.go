@@ -1,0 +1,912 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// Arrivals yields request arrival times as offsets from the start of the run, non-decreasing.
+// internal/trace's generators satisfy it.
+type Arrivals interface {
+	// Next returns the next arrival offset, or ok false when the trace is exhausted.
+	Next() (at time.Duration, ok bool)
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	// Summary is the shared Summary; Extra holds vm_instance_seconds, mean_vm_instances,
+	// serverless_busy_seconds, launches, terminations, spot_interruptions and timeouts.
+	Summary slo.Summary
+	// Latency is the latency histogram of completed requests (for CCDF plots).
+	Latency *slo.Histogram
+	// Series is the time series sampled every Config.SeriesPeriod.
+	Series Series
+}
+
+// vmType is an instance type the run has used, with everything the engine needs about it.
+type vmType struct {
+	name    string // with /spot for the spot market
+	it      cost.InstanceType
+	backend profile.Backend
+	billing cost.Billing
+	spot    bool
+	series  *cost.PriceSeries
+	ready   int // ready (accepting) instances of this type
+	alive   int // launching or ready
+	used    time.Duration
+	costUSD float64
+}
+
+type vmInst struct {
+	id        string
+	typ       int
+	spec      provider.Spec
+	state     provider.State
+	launched  int64
+	ready     int64
+	ended     int64 // 0 while alive
+	busy      int
+	accepting bool
+	credits   float64
+	creditAt  int64
+}
+
+type batchRec struct {
+	arr   []int64
+	inst  int32
+	start int64
+	next  int32 // free list link
+}
+
+type fnInst struct {
+	idleSince int64
+}
+
+type engine struct {
+	ctx   context.Context
+	cfg   Config
+	cat   *cost.Catalog
+	model profile.Model
+	pol   Policy
+	arr   Arrivals
+
+	now      int64
+	h        eventHeap
+	rec      *slo.Recorder
+	period   slo.Histogram
+	sloNS    int64
+	timeout  int64
+	noiseSig float64
+	rngSvc   *rand.Rand
+	rngCloud *rand.Rand
+
+	// VM tier.
+	vmBatch   batching.Policy
+	vq        ring
+	types     []*vmType
+	typeIdx   map[string]int
+	insts     []vmInst
+	instIdx   map[string]int
+	freeSlots int
+	nextID    int
+	vmWake    int64
+	cands     []Candidate
+	candIdx   []int
+
+	// Serverless tier.
+	sl        *Serverless
+	slBatch   batching.Policy
+	sq        ring
+	slMem     int
+	slCurve   profile.Curve
+	keepAlive int64
+	fnIdle    ring // idle-since times of warm idle instances, oldest first
+	fnBusy    int
+	slWake    int64
+	slCost    float64
+	slBusyNS  int64
+	cold      int64
+
+	batches   []batchRec
+	freeBatch int32
+	inflight  int
+	tbuf      []time.Time
+
+	// Load sampling.
+	sample     autoscale.Sample
+	history    []autoscale.Sample
+	inSystem   int
+	lastChange int64
+	area       float64
+	vmArea     float64
+	busySlots  int
+	fleet      []autoscale.Member
+	scaleAt    int64
+
+	// Counters.
+	arrivalsDone bool
+	launches     int64
+	terms        int64
+	interrupts   int64
+	timeouts     int64
+	aliveArea    float64 // instance-ns of launching+ready instances
+	alive        int
+	lastAlive    int64
+
+	series   Series
+	seriesAt int64
+	perArr   int
+	perMet   int
+	perDone  int
+
+	err error
+}
+
+// Run simulates pol serving model on the virtual cloud cat, with arrivals from arr, and returns
+// the Summary, the latency histogram and the time series. It is deterministic for a given
+// cfg.Seed. It stops early with ctx's error when ctx is cancelled.
+func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model, pol Policy, arr Arrivals) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cat == nil {
+		c := cost.DefaultCatalog()
+		cat = &c
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = DefaultEpoch
+	}
+	e := &engine{
+		ctx: ctx, cfg: cfg, cat: cat, model: model, pol: pol, arr: arr,
+		rec:       slo.NewRecorder(cfg.SLO),
+		sloNS:     int64(cfg.SLO.Threshold),
+		timeout:   int64(cfg.RequestTimeout),
+		rngSvc:    rand.New(rand.NewPCG(cfg.Seed, 0x5e541ce)),
+		rngCloud:  rand.New(rand.NewPCG(cfg.Seed, 0xc10d)),
+		typeIdx:   map[string]int{},
+		instIdx:   map[string]int{},
+		vmWake:    -1,
+		slWake:    -1,
+		freeBatch: -1,
+		scaleAt:   -1,
+	}
+	if cfg.NoiseCV > 0 {
+		e.noiseSig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
+	}
+	e.vmBatch = pol.Batching
+	if e.vmBatch == nil {
+		e.vmBatch = batching.NewNone()
+	}
+	if pol.Serverless != nil {
+		if model.Serverless == nil {
+			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
+		}
+		s := *pol.Serverless
+		e.sl = &s
+		e.slMem = cat.Serverless.ClampMemory(s.MemoryMB)
+		c, err := model.Serverless.At(e.slMem)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: serverless tier: %w", pol.Name, err)
+		}
+		e.slCurve = c
+		e.slBatch = s.Batching
+		if e.slBatch == nil {
+			e.slBatch = batching.NewNone()
+		}
+		e.keepAlive = int64(cat.Serverless.KeepAlive)
+		if s.KeepAlive > 0 {
+			e.keepAlive = int64(s.KeepAlive)
+		}
+	}
+	if cfg.SeriesPeriod > 0 {
+		e.seriesAt = int64(cfg.SeriesPeriod)
+	}
+	for _, sp := range pol.Initial {
+		i, err := e.launch(sp)
+		if err != nil {
+			return nil, err
+		}
+		e.becomeReady(i)
+	}
+	e.sample = autoscale.Sample{Start: e.t(0), Period: cfg.SamplePeriod}
+	e.h.push(int64(cfg.SamplePeriod), evSample, 0)
+	if pol.Scaler != nil {
+		e.scale()
+	}
+	if err := e.loop(); err != nil {
+		return nil, err
+	}
+	return e.finish(), nil
+}
+
+// t converts an offset to the virtual wall-clock time policies see.
+func (e *engine) t(off int64) time.Time { return e.cfg.Epoch.Add(time.Duration(off)) }
+
+func (e *engine) off(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return int64(t.Sub(e.cfg.Epoch))
+}
+
+func (e *engine) loop() error {
+	next, ok := e.arr.Next()
+	var steps uint64
+	for {
+		steps++
+		if steps&0xffff == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return err
+			}
+			if e.cfg.Progress != nil {
+				e.cfg.Progress(time.Duration(e.now))
+			}
+		}
+		if e.err != nil {
+			return e.err
+		}
+		if ok && (e.h.len() == 0 || int64(next) <= e.h.top().at) {
+			at := int64(next)
+			if at < e.now {
+				return fmt.Errorf("arrivals go back in time: %v after %v", next, time.Duration(e.now))
+			}
+			e.advance(at)
+			e.arrive()
+			next, ok = e.arr.Next()
+			if !ok {
+				e.arrivalsDone = true
+			}
+			continue
+		}
+		if e.h.len() == 0 {
+			e.arrivalsDone = true
+			return nil
+		}
+		ev := e.h.pop()
+		e.advance(ev.at)
+		switch ev.kind {
+		case evVMDone:
+			e.vmDone(ev.id)
+		case evSLDone:
+			e.slDone(ev.id)
+		case evReady:
+			e.becomeReady(int(ev.id))
+			e.pumpVM()
+		case evWakeVM:
+			if ev.at == e.vmWake {
+				e.vmWake = -1
+			}
+			e.pumpVM()
+		case evWakeSL:
+			if ev.at == e.slWake {
+				e.slWake = -1
+			}
+			e.pumpSL()
+		case evSample:
+			e.tick()
+		case evScale:
+			if ev.at == e.scaleAt {
+				e.scaleAt = -1
+				e.scale()
+			}
+		case evSpotNotice:
+			e.spotNotice(int(ev.id))
+		case evSpotReclaim:
+			e.spotReclaim(int(ev.id))
+		}
+	}
+}
+
+// advance moves the clock to at, integrating the time-averaged quantities.
+func (e *engine) advance(at int64) {
+	if dt := at - e.lastChange; dt > 0 {
+		e.area += float64(e.inSystem) * float64(dt)
+		e.vmArea += float64(e.busySlots) * float64(dt)
+		e.lastChange = at
+	}
+	e.now = at
+}
+
+func (e *engine) setAlive(delta int) {
+	e.aliveArea += float64(e.alive) * float64(e.now-e.lastAlive)
+	e.lastAlive = e.now
+	e.alive += delta
+}
+
+// ---- arrivals and routing ----
+
+func (e *engine) arrive() {
+	e.sample.Arrivals++
+	e.perArr++
+	route := RouteVM
+	switch {
+	case e.pol.Router != nil:
+		now := e.t(e.now)
+		route = e.pol.Router.Route(Request{Arrival: now, Deadline: now.Add(e.cfg.SLO.Threshold)}, e.view(), now)
+	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
+		route = RouteServerless
+	}
+	if route == RouteServerless && e.sl == nil {
+		route = RouteReject
+	}
+	switch route {
+	case RouteVM:
+		e.inSystem++
+		e.vq.push(e.now)
+		e.pumpVM()
+	case RouteServerless:
+		e.inSystem++
+		e.sq.push(e.now)
+		e.pumpSL()
+	default:
+		e.rec.Rejected()
+		e.sample.Missed++
+		e.perDone++
+	}
+}
+
+// view returns the VM tier's state for a Router.
+func (e *engine) view() TierView {
+	v := TierView{QueueLen: e.vq.n, FreeSlots: e.freeSlots, MaxBatch: e.vmBatch.MaxBatch()}
+	for _, ty := range e.types {
+		if ty.ready == 0 {
+			continue
+		}
+		v.Ready += ty.ready
+		v.Slots += ty.ready * max(ty.backend.Slots, 1)
+		if bt := ty.backend.Curve.ServiceTime(max(v.MaxBatch, 1)); bt > v.BatchTime {
+			v.BatchTime = bt
+		}
+	}
+	return v
+}
+
+// ---- VM tier ----
+
+func (e *engine) typeFor(name string) (int, error) {
+	if i, ok := e.typeIdx[name]; ok {
+		return i, nil
+	}
+	base, spot := cost.ParseType(name)
+	it, ok := e.cat.Type(base)
+	if !ok {
+		return 0, fmt.Errorf("instance type %q is not in the catalog", base)
+	}
+	b, ok := e.model.VM[base]
+	if !ok {
+		return 0, fmt.Errorf("model %s has no profile for instance type %q (have %v)", e.model.Name, base, e.model.Types())
+	}
+	if spot && it.SpotPricePerHour <= 0 {
+		if _, ok := e.cfg.SpotPrices[base]; !ok {
+			return 0, fmt.Errorf("instance type %q is not offered on the spot market", base)
+		}
+	}
+	ty := &vmType{name: name, it: it, backend: b, billing: e.cat.BillingFor(it), spot: spot}
+	if spot {
+		if s, ok := e.cfg.SpotPrices[base]; ok {
+			ty.series = &s
+		}
+	}
+	if ty.backend.Slots < 1 {
+		ty.backend.Slots = 1
+	}
+	e.types = append(e.types, ty)
+	e.typeIdx[name] = len(e.types) - 1
+	return len(e.types) - 1, nil
+}
+
+func (e *engine) launch(sp provider.Spec) (int, error) {
+	ti, err := e.typeFor(sp.Type)
+	if err != nil {
+		return 0, err
+	}
+	ty := e.types[ti]
+	e.nextID++
+	in := vmInst{id: "vm-" + strconv.Itoa(e.nextID), typ: ti, spec: sp, state: provider.StateLaunching, launched: e.now}
+	in.spec.Tier = provider.TierVM
+	if b := ty.it.Burst; b != nil {
+		in.credits, in.creditAt = b.InitialCredits, e.now
+	}
+	e.insts = append(e.insts, in)
+	i := len(e.insts) - 1
+	e.instIdx[in.id] = i
+	ty.alive++
+	e.setAlive(+1)
+	e.launches++
+	if ty.spot && e.cat.Spot.InterruptionsPerHour > 0 {
+		wait := e.rngCloud.ExpFloat64() / e.cat.Spot.InterruptionsPerHour * float64(time.Hour)
+		if wait < 1<<61 {
+			e.h.push(e.now+int64(wait), evSpotNotice, int32(i))
+		}
+	}
+	return i, nil
+}
+
+func (e *engine) becomeReady(i int) {
+	in := &e.insts[i]
+	if in.state != provider.StateLaunching {
+		return
+	}
+	in.state = provider.StateReady
+	in.ready = e.now
+	in.accepting = true
+	ty := e.types[in.typ]
+	ty.ready++
+	e.freeSlots += ty.backend.Slots - in.busy
+}
+
+// stopAccepting takes an instance out of dispatch.
+func (e *engine) stopAccepting(in *vmInst) {
+	if !in.accepting {
+		return
+	}
+	in.accepting = false
+	ty := e.types[in.typ]
+	ty.ready--
+	e.freeSlots -= ty.backend.Slots - in.busy
+}
+
+// end terminates an instance now and bills it.
+func (e *engine) end(i int) {
+	in := &e.insts[i]
+	if in.ended != 0 || in.state == provider.StateTerminated {
+		return
+	}
+	e.stopAccepting(in)
+	in.state = provider.StateTerminated
+	in.ended = e.now
+	ty := e.types[in.typ]
+	ty.alive--
+	e.setAlive(-1)
+	used := time.Duration(e.now - in.launched)
+	ty.used += used
+	billed := ty.billing.Billable(used)
+	switch {
+	case ty.series != nil:
+		from := time.Duration(in.launched)
+		c := ty.series.Cost(from, from+used)
+		if used > 0 {
+			c *= float64(billed) / float64(used)
+		} else {
+			c = ty.series.PriceAt(from) * billed.Hours()
+		}
+		ty.costUSD += c
+	case ty.spot:
+		ty.costUSD += cost.VMCost(ty.billing, ty.it.SpotPricePerHour, used)
+	default:
+		ty.costUSD += cost.VMCost(ty.billing, ty.it.PricePerHour, used)
+	}
+	delete(e.instIdx, in.id)
+}
+
+func (e *engine) terminate(id string) {
+	i, ok := e.instIdx[id]
+	if !ok {
+		return
+	}
+	in := &e.insts[i]
+	e.terms++
+	if in.busy > 0 {
+		e.stopAccepting(in)
+		in.state = provider.StateDraining
+		return
+	}
+	e.end(i)
+}
+
+func (e *engine) spotNotice(i int) {
+	in := &e.insts[i]
+	if in.ended != 0 {
+		return
+	}
+	e.interrupts++
+	e.stopAccepting(in)
+	in.state = provider.StateInterrupted
+	e.h.push(e.now+int64(e.cat.Spot.Notice), evSpotReclaim, int32(i))
+}
+
+func (e *engine) spotReclaim(i int) { e.end(i) }
+
+// pumpVM asks the VM batching policy what to do until it waits or nothing can be dispatched.
+func (e *engine) pumpVM() {
+	for {
+		for e.vq.n > 0 && e.now-e.vq.front() > e.timeout {
+			e.vq.pop()
+			e.fail()
+		}
+		q := batching.Queue{Len: e.vq.n, Free: e.freeSlots}
+		if q.Len > 0 {
+			q.Oldest = e.t(e.vq.front())
+			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+		}
+		d := e.vmBatch.Decide(q, e.t(e.now))
+		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
+			nx = max(nx, e.now)
+			if e.vmWake < e.now || nx < e.vmWake {
+				if nx > e.now || d.Dispatch <= 0 {
+					e.vmWake = nx
+					e.h.push(nx, evWakeVM, 0)
+				}
+			}
+		}
+		if d.Dispatch <= 0 || q.Len == 0 || e.freeSlots == 0 {
+			return
+		}
+		e.dispatchVM(min(d.Dispatch, q.Len))
+	}
+}
+
+func (e *engine) fail() {
+	e.inSystem--
+	e.timeouts++
+	e.rec.Failed()
+	e.sample.Missed++
+	e.perDone++
+}
+
+func (e *engine) pick(n int) int {
+	e.cands, e.candIdx = e.cands[:0], e.candIdx[:0]
+	best, bestFree := -1, 0
+	for i := range e.insts {
+		in := &e.insts[i]
+		if !in.accepting {
+			continue
+		}
+		ty := e.types[in.typ]
+		free := ty.backend.Slots - in.busy
+		if free <= 0 {
+			continue
+		}
+		if e.pol.Dispatcher != nil {
+			e.cands = append(e.cands, Candidate{ID: in.id, Type: ty.name, Free: free, Slots: ty.backend.Slots, MaxBatch: in.spec.MaxBatch})
+			e.candIdx = append(e.candIdx, i)
+		} else if free > bestFree {
+			best, bestFree = i, free
+		}
+	}
+	if e.pol.Dispatcher != nil && len(e.cands) > 0 {
+		k := e.pol.Dispatcher.Pick(e.cands, n, e.t(e.now))
+		if k < 0 || k >= len(e.cands) {
+			k = 0
+		}
+		return e.candIdx[k]
+	}
+	return best
+}
+
+func (e *engine) newBatch() int32 {
+	if e.freeBatch >= 0 {
+		b := e.freeBatch
+		e.freeBatch = e.batches[b].next
+		e.batches[b].arr = e.batches[b].arr[:0]
+		return b
+	}
+	e.batches = append(e.batches, batchRec{})
+	return int32(len(e.batches) - 1)
+}
+
+func (e *engine) releaseBatch(b int32) {
+	e.batches[b].next = e.freeBatch
+	e.freeBatch = b
+}
+
+func (e *engine) noise() float64 {
+	if e.noiseSig == 0 {
+		return 1
+	}
+	s := e.noiseSig
+	return math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
+}
+
+func (e *engine) dispatchVM(n int) {
+	i := e.pick(n)
+	if i < 0 {
+		return
+	}
+	in := &e.insts[i]
+	if in.spec.MaxBatch > 0 && n > in.spec.MaxBatch {
+		n = in.spec.MaxBatch
+	}
+	ty := e.types[in.typ]
+	b := e.newBatch()
+	br := &e.batches[b]
+	for range n {
+		br.arr = append(br.arr, e.vq.pop())
+	}
+	br.inst, br.start = int32(i), e.now
+	svc := float64(ty.backend.Curve.ServiceTime(n)) * e.noise()
+	if bu := ty.it.Burst; bu != nil {
+		svc = e.burst(in, bu, svc)
+	}
+	in.busy++
+	e.busySlots++
+	e.freeSlots--
+	e.inflight++
+	e.rec.Batch(n)
+	e.h.push(e.now+max(int64(svc), 1), evVMDone, b)
+}
+
+// burst applies AWS T2 CPU credits: full speed while credits last, Baseline speed without;
+// a batch consumes vCPU-minutes of credit for the time it runs (divided among the slots).
+func (e *engine) burst(in *vmInst, b *cost.Burst, svc float64) float64 {
+	maxC := b.MaxCredits
+	if maxC == 0 {
+		maxC = 24 * b.CreditsPerHour
+	}
+	in.credits = min(maxC, in.credits+b.CreditsPerHour*time.Duration(e.now-in.creditAt).Hours())
+	in.creditAt = e.now
+	if in.credits <= 0 {
+		svc /= b.Baseline
+	}
+	ty := e.types[in.typ]
+	in.credits -= float64(ty.it.VCPU) / float64(ty.backend.Slots) * time.Duration(svc).Minutes()
+	return svc
+}
+
+func (e *engine) vmDone(b int32) {
+	br := &e.batches[b]
+	i := int(br.inst)
+	in := &e.insts[i]
+	in.busy--
+	e.busySlots--
+	e.inflight--
+	if in.accepting {
+		e.freeSlots++
+	}
+	failed := in.ended != 0 && in.ended < e.now // reclaimed (spot) before the batch finished
+	e.complete(br.arr, slo.TierVM, failed)
+	e.observe(e.vmBatch, br, failed)
+	e.releaseBatch(b)
+	if in.state == provider.StateDraining && in.busy == 0 {
+		e.end(i)
+	}
+	e.pumpVM()
+}
+
+func (e *engine) complete(arr []int64, tier slo.Tier, failed bool) {
+	for _, a := range arr {
+		e.inSystem--
+		e.perDone++
+		if failed {
+			e.rec.Failed()
+			e.sample.Missed++
+			continue
+		}
+		lat := time.Duration(e.now - a)
+		e.rec.Completed(lat, tier)
+		e.period.Record(lat)
+		e.sample.Completed++
+		if int64(lat) > e.sloNS {
+			e.sample.Missed++
+		} else {
+			e.perMet++
+		}
+		if lat > e.sample.LatencyMax {
+			e.sample.LatencyMax = lat
+		}
+	}
+}
+
+func (e *engine) observe(p batching.Policy, br *batchRec, failed bool) {
+	e.tbuf = e.tbuf[:0]
+	for _, a := range br.arr {
+		e.tbuf = append(e.tbuf, e.t(a))
+	}
+	p.Observe(batching.Outcome{Size: len(br.arr), Dispatched: e.t(br.start), Completed: e.t(e.now), Arrivals: e.tbuf, Failed: failed}, e.t(e.now))
+}
+
+// ---- serverless tier ----
+
+// expireFns drops idle function instances whose keep-alive ran out.
+func (e *engine) expireFns() {
+	for e.fnIdle.n > 0 && e.now-e.fnIdle.front() > e.keepAlive {
+		e.fnIdle.pop()
+	}
+}
+
+func (e *engine) slFree() int {
+	return e.fnIdle.n + max(0, e.cat.Serverless.Concurrency-e.fnIdle.n-e.fnBusy)
+}
+
+func (e *engine) pumpSL() {
+	if e.sl == nil {
+		return
+	}
+	for {
+		for e.sq.n > 0 && e.now-e.sq.front() > e.timeout {
+			e.sq.pop()
+			e.fail()
+		}
+		e.expireFns()
+		free := e.slFree()
+		q := batching.Queue{Len: e.sq.n, Free: free}
+		if q.Len > 0 {
+			q.Oldest = e.t(e.sq.front())
+			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+		}
+		d := e.slBatch.Decide(q, e.t(e.now))
+		if nx := e.off(d.Next); nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
+			e.slWake = nx
+			e.h.push(nx, evWakeSL, 0)
+		}
+		if d.Dispatch <= 0 || q.Len == 0 || free == 0 {
+			if d.Dispatch > 0 && free == 0 {
+				return // a completion frees an instance and pumps again
+			}
+			return
+		}
+		e.dispatchSL(min(d.Dispatch, q.Len))
+	}
+}
+
+func (e *engine) dispatchSL(n int) {
+	var startDelay int64
+	if e.fnIdle.n > 0 {
+		// Reuse the most recently idled instance (warm): drop it from the back of the ring.
+		e.fnIdle.n--
+	} else {
+		startDelay = int64(e.cat.Serverless.ColdStart.Sample(e.rngCloud))
+		e.cold++
+	}
+	e.fnBusy++
+	b := e.newBatch()
+	br := &e.batches[b]
+	for range n {
+		br.arr = append(br.arr, e.sq.pop())
+	}
+	br.inst, br.start = -1, e.now
+	svc := max(int64(float64(e.slCurve.ServiceTime(n))*e.noise()), 1)
+	e.slBusyNS += svc
+	e.slCost += e.cat.Serverless.InvocationCost(e.slMem, time.Duration(svc))
+	e.inflight++
+	e.rec.Batch(n)
+	e.h.push(e.now+startDelay+svc, evSLDone, b)
+}
+
+func (e *engine) slDone(b int32) {
+	br := &e.batches[b]
+	e.fnBusy--
+	e.inflight--
+	e.fnIdle.push(e.now)
+	e.complete(br.arr, slo.TierServerless, false)
+	e.observe(e.slBatch, br, false)
+	e.releaseBatch(b)
+	e.pumpSL()
+}
+
+// ---- sampling, scaling, series ----
+
+func (e *engine) busy() bool {
+	return !e.arrivalsDone || e.vq.n > 0 || e.sq.n > 0 || e.inflight > 0
+}
+
+func (e *engine) tick() {
+	// Close the sample.
+	elapsed := float64(e.now - e.off(e.sample.Start))
+	if elapsed > 0 {
+		e.sample.Concurrency = e.area / elapsed
+		e.sample.VMInFlight = e.vmArea / elapsed
+	}
+	e.area, e.vmArea = 0, 0
+	if len(e.history) == e.cfg.HistoryLen {
+		copy(e.history, e.history[1:])
+		e.history = e.history[:len(e.history)-1]
+	}
+	e.history = append(e.history, e.sample)
+	e.sample = autoscale.Sample{Start: e.t(e.now), Period: e.cfg.SamplePeriod}
+
+	if e.seriesAt > 0 && e.now >= e.seriesAt {
+		e.addSeriesPoint()
+		e.seriesAt += int64(e.cfg.SeriesPeriod)
+	}
+	if e.pol.Scaler != nil {
+		e.scale()
+	}
+	e.pumpVM()
+	e.pumpSL()
+	if e.busy() {
+		e.h.push(e.now+int64(e.cfg.SamplePeriod), evSample, 0)
+	}
+}
+
+func (e *engine) scale() {
+	e.fleet = e.fleet[:0]
+	for i := range e.insts {
+		in := &e.insts[i]
+		if in.ended != 0 {
+			continue
+		}
+		ty := e.types[in.typ]
+		m := autoscale.Member{ID: in.id, Type: ty.name, Tier: provider.TierVM, State: in.state, Spot: ty.spot,
+			Launched: e.t(in.launched), Slots: ty.backend.Slots, Busy: in.busy}
+		if in.ready > 0 || in.state == provider.StateReady {
+			m.Ready = e.t(in.ready)
+		}
+		e.fleet = append(e.fleet, m)
+	}
+	d := e.pol.Scaler.Scale(autoscale.Snapshot{Fleet: e.fleet, History: e.history, QueueLen: e.vq.n}, e.t(e.now))
+	for _, sp := range d.Launch {
+		i, err := e.launch(sp)
+		if err != nil {
+			e.err = fmt.Errorf("policy %s: launch: %w", e.pol.Name, err)
+			return
+		}
+		delay := int64(e.types[e.insts[i].typ].it.LaunchDelay.Sample(e.rngCloud))
+		e.h.push(e.now+delay, evReady, int32(i))
+	}
+	for _, id := range d.Terminate {
+		e.terminate(id)
+	}
+	if nx := e.off(d.Next); nx > e.now && e.busy() {
+		e.scaleAt = nx
+		e.h.push(nx, evScale, 0)
+	}
+	if len(e.insts) > 64 && len(e.instIdx) < len(e.insts)/4 && e.inflight == 0 {
+		e.compact()
+	}
+}
+
+// compact drops terminated instances from the instance table (only with no batch in flight, as
+// batches refer to instances by index; pending evReady/evSpot events are for live instances).
+func (e *engine) compact() {
+	for _, ev := range e.h.ev {
+		if ev.kind == evReady || ev.kind == evSpotNotice || ev.kind == evSpotReclaim {
+			return
+		}
+	}
+	kept := e.insts[:0]
+	for _, in := range e.insts {
+		if in.ended == 0 {
+			kept = append(kept, in)
+		}
+	}
+	e.insts = kept
+	for i, in := range e.insts {
+		e.instIdx[in.id] = i
+	}
+}
+
+func (e *engine) finish() *Result {
+	for i := range e.insts {
+		e.end(i)
+	}
+	e.setAlive(0)
+	dur := time.Duration(e.now)
+	if e.seriesAt > 0 && (len(e.series.Points) == 0 || e.series.Points[len(e.series.Points)-1].At < dur) {
+		e.addSeriesPoint()
+	}
+	s := e.rec.Summary(e.pol.Name, e.cfg.Trace, dur)
+	var vmCost float64
+	for _, ty := range e.types {
+		vmCost += ty.costUSD
+		s.InstanceHours[ty.name] += ty.used.Hours()
+	}
+	s.CostUSD = slo.CostUSD{Total: vmCost + e.slCost, VM: vmCost, Serverless: e.slCost}
+	s.ColdStarts = e.cold
+	s.Extra = map[string]float64{
+		"vm_instance_seconds":     e.aliveArea / 1e9,
+		"serverless_busy_seconds": float64(e.slBusyNS) / 1e9,
+		"launches":                float64(e.launches),
+		"terminations":            float64(e.terms),
+		"spot_interruptions":      float64(e.interrupts),
+		"timeouts":                float64(e.timeouts),
+	}
+	if e.now > 0 {
+		s.Extra["mean_vm_instances"] = e.aliveArea / float64(e.now)
+	}
+	if s.Requests > 0 {
+		s.Extra["cost_per_million_usd"] = s.CostUSD.Total / float64(s.Requests) * 1e6
+	}
+	return &Result{Summary: s, Latency: e.rec.Histogram(), Series: e.series}
+}

@@ -1,0 +1,127 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// SeriesPoint is the state of a run at the end of one series period.
+type SeriesPoint struct {
+	// At is the offset from the start of the run.
+	At time.Duration
+	// ArrivalRPS is the mean arrival rate over the period, requests per second.
+	ArrivalRPS float64
+	// Instances counts launching or ready VM instances per type, parallel to Series.Types
+	// (shorter when types were first used later).
+	Instances []int
+	// Serverless counts function instances alive (busy or warm).
+	Serverless int
+	// QueueLen is the VM queue length.
+	QueueLen int
+	// P50MS, P95MS, P99MS are latency percentiles of requests completed in the period, ms.
+	P50MS, P95MS, P99MS float64
+	// Attainment is the fraction of requests finished in the period within the SLO.
+	Attainment float64
+	// CostVM and CostServerless are the dollars spent so far (VMs at their hourly price for the
+	// time they have run, before billing minimums).
+	CostVM, CostServerless float64
+}
+
+// Series is a run's time series.
+type Series struct {
+	// Types names the VM instance types in the order of SeriesPoint.Instances.
+	Types  []string
+	Points []SeriesPoint
+}
+
+func (e *engine) addSeriesPoint() {
+	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.n, Instances: make([]int, len(e.types))}
+	span := float64(e.cfg.SeriesPeriod) / 1e9
+	if n := len(e.series.Points); n > 0 {
+		span = (time.Duration(e.now) - e.series.Points[n-1].At).Seconds()
+	} else {
+		span = time.Duration(e.now).Seconds()
+	}
+	if span > 0 {
+		p.ArrivalRPS = float64(e.perArr) / span
+	}
+	for i, ty := range e.types {
+		p.Instances[i] = ty.alive
+		p.CostVM += ty.costUSD
+	}
+	for i := range e.insts {
+		in := &e.insts[i]
+		if in.ended == 0 {
+			ty := e.types[in.typ]
+			price := ty.it.PricePerHour
+			if ty.spot {
+				price = ty.it.SpotPricePerHour
+				if ty.series != nil {
+					price = ty.series.PriceAt(time.Duration(e.now))
+				}
+			}
+			p.CostVM += price * time.Duration(e.now-in.launched).Hours()
+		}
+	}
+	e.expireFns()
+	p.Serverless = e.fnIdle.n + e.fnBusy
+	p.CostServerless = e.slCost
+	if e.period.Count() > 0 {
+		p.P50MS = ms(e.period.Quantile(0.5))
+		p.P95MS = ms(e.period.Quantile(0.95))
+		p.P99MS = ms(e.period.Quantile(0.99))
+	}
+	p.Attainment = 1
+	if e.perDone > 0 {
+		p.Attainment = float64(e.perMet) / float64(e.perDone)
+	}
+	e.period.Reset()
+	e.perArr, e.perMet, e.perDone = 0, 0, 0
+	e.series.Types = e.series.Types[:0]
+	for _, ty := range e.types {
+		e.series.Types = append(e.series.Types, ty.name)
+	}
+	e.series.Points = append(e.series.Points, p)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteCSV writes the series with a header: t_s, arrival_rps, one instances_<type> column per
+// type, serverless_instances, queue_len, p50_ms, p95_ms, p99_ms, attainment, cost_vm_usd,
+// cost_serverless_usd. A policy label column comes first when policy is not empty.
+func (s Series) WriteCSV(w io.Writer, policy string, header bool) error {
+	bw := bufio.NewWriter(w)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	if header {
+		if policy != "" {
+			bw.WriteString("policy,")
+		}
+		bw.WriteString("t_s,arrival_rps")
+		for _, t := range s.Types {
+			bw.WriteString(",instances_" + t)
+		}
+		bw.WriteString(",serverless_instances,queue_len,p50_ms,p95_ms,p99_ms,attainment,cost_vm_usd,cost_serverless_usd\n")
+	}
+	for _, p := range s.Points {
+		if policy != "" {
+			bw.WriteString(policy + ",")
+		}
+		bw.WriteString(f(p.At.Seconds()) + "," + f(p.ArrivalRPS))
+		for i := range s.Types {
+			n := 0
+			if i < len(p.Instances) {
+				n = p.Instances[i]
+			}
+			bw.WriteString("," + strconv.Itoa(n))
+		}
+		fmt.Fprintf(bw, ",%d,%d,%s,%s,%s,%s,%s,%s\n", p.Serverless, p.QueueLen, f(p.P50MS), f(p.P95MS), f(p.P99MS),
+			f(p.Attainment), f(p.CostVM), f(p.CostServerless))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write series: %w", err)
+	}
+	return nil
+}
