@@ -48,7 +48,7 @@ func TestConformance(t *testing.T) {
 				for range 200 {
 					f.Observe(42)
 				}
-				train(f, 100)
+				train(f, 20)
 				for i, v := range f.Forecast(20) {
 					if math.Abs(v-42) > 0.5 {
 						t.Errorf("Forecast(20)[%d] = %v, want 42 ± 0.5", i, v)
@@ -82,7 +82,7 @@ func TestConformance(t *testing.T) {
 					for i := range 150 {
 						f.Observe(50 + 20*math.Sin(float64(i)/5) + float64(i%7))
 					}
-					train(f, 30)
+					train(f, 5)
 					return f.Forecast(12)
 				}
 				a, b := run(), run()

@@ -47,7 +47,7 @@ func TestLSTMGradient(t *testing.T) {
 // persistence on a periodic series it has seen.
 func TestLSTMLearnsSine(t *testing.T) {
 	c := DefaultLSTMConfig()
-	c.Hidden, c.Lags, c.Horizon, c.Batch, c.Window, c.Seed = 16, 24, 12, 8, 1000, 5
+	c.Hidden, c.Lags, c.Horizon, c.Batch, c.Window, c.Seed = 8, 16, 12, 4, 1000, 5
 	l, err := NewLSTM(c)
 	if err != nil {
 		t.Fatal(err)
@@ -56,11 +56,11 @@ func TestLSTMLearnsSine(t *testing.T) {
 	for _, v := range series[:560] {
 		l.Observe(v)
 	}
-	if got := l.Train(400); got != 400 {
-		t.Fatalf("Train(400) ran %d steps", got)
+	if got := l.Train(300); got != 300 {
+		t.Fatalf("Train(300) ran %d steps", got)
 	}
-	if got := l.Trained(); got != 400 {
-		t.Errorf("Trained() = %d, want 400", got)
+	if got := l.Trained(); got != 300 {
+		t.Errorf("Trained() = %d, want 300", got)
 	}
 	pred := l.Forecast(12)
 	var seL, seN float64
