@@ -1,0 +1,186 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ProfileOptions configures MeasureProfile.
+type ProfileOptions struct {
+	// Batches are the batch sizes to measure (each ≥ 1).
+	Batches []int
+	// MinRuns is the least number of timed runs per batch size (≥ 1).
+	MinRuns int
+	// MaxRuns caps the timed runs per batch size (≥ MinRuns).
+	MaxRuns int
+	// MinTime is the least total timed duration per batch size; runs continue past MinRuns until
+	// it is reached or MaxRuns is hit.
+	MinTime time.Duration
+	// Warmup is the number of untimed runs before timing each batch size (≥ 0).
+	Warmup int
+	// Operators also times each node at each batch size (native runtime only).
+	Operators bool
+}
+
+// DefaultProfileOptions measures batch sizes 1, 8, 32 and 128 with 20–2000 runs of at least
+// 300 ms in all per size after 3 warm-up runs.
+func DefaultProfileOptions() ProfileOptions {
+	return ProfileOptions{Batches: []int{1, 8, 32, 128}, MinRuns: 20, MaxRuns: 2000, MinTime: 300 * time.Millisecond, Warmup: 3}
+}
+
+// Validate reports the first invalid field.
+func (o ProfileOptions) Validate() error {
+	if len(o.Batches) == 0 {
+		return fmt.Errorf("profile options: Batches is empty")
+	}
+	for _, b := range o.Batches {
+		if b < 1 {
+			return fmt.Errorf("profile options: batch size %d must be ≥ 1", b)
+		}
+	}
+	switch {
+	case o.MinRuns < 1:
+		return fmt.Errorf("profile options: MinRuns %d must be ≥ 1", o.MinRuns)
+	case o.MaxRuns < o.MinRuns:
+		return fmt.Errorf("profile options: MaxRuns %d must be ≥ MinRuns %d", o.MaxRuns, o.MinRuns)
+	case o.MinTime < 0:
+		return fmt.Errorf("profile options: MinTime %v must be ≥ 0", o.MinTime)
+	case o.Warmup < 0:
+		return fmt.Errorf("profile options: Warmup %d must be ≥ 0", o.Warmup)
+	}
+	return nil
+}
+
+// Profile is the measured service time of one model under one runtime: the JSON that
+// `sloserve profile --json` prints (inside {"profiles": [...]}) and internal/profile reads.
+type Profile struct {
+	Model   string `json:"model"`
+	Runtime string `json:"runtime"`
+	// Threads is the runtime's intra-op thread count (the native runtime uses 1).
+	Threads int            `json:"threads"`
+	Points  []ProfilePoint `json:"points"`
+	// Operators holds per-node medians per batch size (native runtime, when asked for).
+	Operators []OperatorProfile `json:"operators,omitempty"`
+}
+
+// ProfilePoint is the service time of one batch size.
+type ProfilePoint struct {
+	Batch int `json:"batch"`
+	// MedianNs is the median service time of one Run of the whole batch (nanoseconds).
+	MedianNs int64 `json:"median_ns"`
+	// P95Ns is the 95th percentile service time (nanoseconds).
+	P95Ns int64 `json:"p95_ns"`
+	// PerSampleNs is MedianNs / Batch (nanoseconds).
+	PerSampleNs float64 `json:"per_sample_ns"`
+	// Runs is the number of timed runs.
+	Runs int `json:"runs"`
+}
+
+// OperatorProfile is the median time of each node at one batch size.
+type OperatorProfile struct {
+	Batch int            `json:"batch"`
+	Nodes []OperatorTime `json:"nodes"`
+}
+
+// OperatorTime is one node's median time (nanoseconds) over the profiled runs.
+type OperatorTime struct {
+	Node     string `json:"node"`
+	OpType   string `json:"op_type"`
+	MedianNs int64  `json:"median_ns"`
+}
+
+// Point returns the measured point of batch size b.
+func (p Profile) Point(b int) (ProfilePoint, bool) {
+	for _, pt := range p.Points {
+		if pt.Batch == b {
+			return pt, true
+		}
+	}
+	return ProfilePoint{}, false
+}
+
+// CostRatio returns the per-request cost at batch b relative to batch 1:
+// (t(b)/b) / t(1); below 1 means batching pays. ok is false unless both were measured.
+func (p Profile) CostRatio(b int) (ratio float64, ok bool) {
+	one, ok1 := p.Point(1)
+	pb, ok2 := p.Point(b)
+	if !ok1 || !ok2 || one.MedianNs == 0 {
+		return 0, false
+	}
+	return pb.PerSampleNs / float64(one.MedianNs), true
+}
+
+// MeasureProfile times r at each batch size; input returns the inputs for a batch of b samples.
+// It is a measurement, not a decision: it reads the wall clock and runs the model many times.
+func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, input func(b int) []Tensor, opts ProfileOptions) (Profile, error) {
+	if err := opts.Validate(); err != nil {
+		return Profile{}, err
+	}
+	prof := Profile{Model: meta.Name, Runtime: meta.Runtime, Threads: threads}
+	op, canOps := r.(OperatorProfiler)
+	if opts.Operators && !canOps {
+		return Profile{}, fmt.Errorf("profile %s: the %s runtime has no per-operator timing", meta.Name, meta.Runtime)
+	}
+	for _, b := range opts.Batches {
+		in := input(b)
+		for i := 0; i < opts.Warmup; i++ {
+			if _, err := r.Run(ctx, in); err != nil {
+				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
+			}
+		}
+		var times []time.Duration
+		var total time.Duration
+		for len(times) < opts.MinRuns || (total < opts.MinTime && len(times) < opts.MaxRuns) {
+			if err := ctx.Err(); err != nil {
+				return Profile{}, err
+			}
+			start := time.Now()
+			if _, err := r.Run(ctx, in); err != nil {
+				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
+			}
+			d := time.Since(start)
+			times = append(times, d)
+			total += d
+		}
+		slices.Sort(times)
+		med := times[len(times)/2]
+		prof.Points = append(prof.Points, ProfilePoint{
+			Batch: b, MedianNs: med.Nanoseconds(), P95Ns: times[(len(times)*95)/100].Nanoseconds(),
+			PerSampleNs: float64(med.Nanoseconds()) / float64(b), Runs: len(times),
+		})
+		if opts.Operators {
+			nodes, err := operatorMedians(ctx, op, in, len(times))
+			if err != nil {
+				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
+			}
+			prof.Operators = append(prof.Operators, OperatorProfile{Batch: b, Nodes: nodes})
+		}
+	}
+	return prof, nil
+}
+
+func operatorMedians(ctx context.Context, op OperatorProfiler, in []Tensor, runs int) ([]OperatorTime, error) {
+	var per [][]time.Duration
+	var names []NodeTime
+	for i := 0; i < runs; i++ {
+		_, times, err := op.RunProfiled(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if per == nil {
+			per = make([][]time.Duration, len(times))
+			names = times
+		}
+		for j, t := range times {
+			per[j] = append(per[j], t.Time)
+		}
+	}
+	out := make([]OperatorTime, len(per))
+	for j, ts := range per {
+		slices.Sort(ts)
+		out[j] = OperatorTime{Node: names[j].Node, OpType: names[j].OpType, MedianNs: ts[len(ts)/2].Nanoseconds()}
+	}
+	return out, nil
+}
