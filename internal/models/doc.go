@@ -1,3 +1,4 @@
-// Package models provides the model runtimes (ONNX Runtime and a pure-Go interpreter), the bundled
-// Fashion-MNIST classifiers, their training and the ONNX writer that exports them.
+// Package models opens ONNX models behind one Runner interface with two runtimes — a pure-Go
+// interpreter ("native") and ONNX Runtime ("onnxruntime") — and measures their service time per
+// batch size and per operator (see README.md).
 package models

@@ -36,18 +36,21 @@ func assertClose(t *testing.T, want, got []float32, tol float64) {
 	}
 }
 
-func TestNativeOperators(t *testing.T) {
+// opCase is one operator test: a model, one input, and the expected output.
+type opCase struct {
+	name    string
+	model   []byte
+	in      []float32
+	inShape []int64
+	want    []float32
+}
+
+func operatorCases() []opCase {
 	w := onnx.FloatTensor("w", []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
 	wT := onnx.FloatTensor("w", []int64{2, 3}, []float32{1, 3, 5, 2, 4, 6})
 	b := onnx.FloatTensor("b", []int64{2}, []float32{0.5, -100})
 	x := []float32{1, 0, -1, 2, 1, 0} // two rows of 3
-	tests := []struct {
-		name    string
-		model   []byte
-		in      []float32
-		inShape []int64
-		want    []float32
-	}{
+	return []opCase{
 		{"gemm", graphModel(3, 2, []onnx.Node{node("Gemm", []string{"x", "w", "b"}, "y")}, w, b),
 			x, []int64{2, 3}, []float32{1 - 5 + 0.5, 2 - 6 - 100, 2 + 3 + 0.5, 4 + 4 - 100}},
 		{"gemm transB alpha beta", graphModel(3, 2, []onnx.Node{node("Gemm", []string{"x", "w", "b"}, "y",
@@ -69,20 +72,35 @@ func TestNativeOperators(t *testing.T) {
 		{"sigmoid tanh identity", graphModel(2, 2, []onnx.Node{node("Sigmoid", []string{"x"}, "s"), node("Tanh", []string{"s"}, "t"), node("Identity", []string{"t"}, "y")}),
 			[]float32{0, 100}, []int64{1, 2}, []float32{float32(math.Tanh(0.5)), float32(math.Tanh(1))}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r, meta, err := Open(tc.model, Options{})
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer r.Close()
-			out, err := r.Run(context.Background(), []Tensor{{Name: meta.Inputs[0].Name, Shape: tc.inShape, Data: tc.in}})
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			assertClose(t, tc.want, out[0].Data, 1e-5)
-		})
+}
+
+// TestOperators runs every operator case on both runtimes (onnxruntime skips when unavailable),
+// so the native interpreter is checked against hand-computed values and against ONNX Runtime.
+func TestOperators(t *testing.T) {
+	for _, rt := range Runtimes {
+		for _, tc := range operatorCases() {
+			t.Run(rt+"/"+tc.name, func(t *testing.T) {
+				runCase(t, rt, tc)
+			})
+		}
 	}
+}
+
+func runCase(t *testing.T, rt string, tc opCase) {
+	t.Helper()
+	r, meta, err := Open(tc.model, Options{Runtime: rt})
+	if errors.Is(err, ErrRuntimeUnavailable) {
+		t.Skipf("runtime %s unavailable: %v", rt, err)
+	}
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer r.Close()
+	out, err := r.Run(context.Background(), []Tensor{{Name: meta.Inputs[0].Name, Shape: tc.inShape, Data: tc.in}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	assertClose(t, tc.want, out[0].Data, 1e-5)
 }
 
 func TestNativeBlockedMatmulMatchesNaive(t *testing.T) {
