@@ -45,13 +45,15 @@ func (bt *Batching) MeanBatchSize() float64 { return bt.meanK }
 
 // atomTolerance (seconds) absorbs the rounding of t − S_k so that the atom of the requests that
 // wait exactly T is not missed by a few ulps.
-const atomTolerance = 1e-9
+const atomTolerance = 1e-12
 
 // waitCDF returns P(K = k+1, W ≤ w) for a random request.
 func (bt *Batching) waitCDF(k int, w float64) float64 {
 	switch {
-	case w < 0:
+	case w < -atomTolerance:
 		return 0
+	case w < 0:
+		w = 0 // the last request of a full batch waits exactly 0
 	case w >= bt.timeout-atomTolerance:
 		return bt.total[k]
 	}

@@ -50,6 +50,10 @@ func SimulateBuffer(interarrivals []float64, maxBatch int, timeout float64, serv
 	return latencies, batches
 }
 
+// leftLimit (seconds) is how far below a sample Kolmogorov evaluates F(x−): just beyond the
+// atom tolerance of the model, far below any service-time scale.
+const leftLimit = 10 * atomTolerance
+
 // Kolmogorov returns sup_t |F̂(t) − F(t)| between the empirical CDF of samples and cdf, checking
 // both sides of every sample (F may have atoms). samples is sorted in place.
 func Kolmogorov(samples []float64, cdf func(float64) float64) float64 {
@@ -68,7 +72,7 @@ func Kolmogorov(samples []float64, cdf func(float64) float64) float64 {
 		below := float64(i) / n // F̂(x−)
 		at := float64(j) / n    // F̂(x)
 		d = math.Max(d, math.Abs(at-cdf(x)))
-		d = math.Max(d, math.Abs(below-cdf(x-1e-7*math.Max(1, math.Abs(x)))))
+		d = math.Max(d, math.Abs(below-cdf(x-leftLimit)))
 		i = j
 	}
 	return d
