@@ -11,6 +11,7 @@ import (
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -42,8 +43,9 @@ type vmType struct {
 	billing cost.Billing
 	spot    bool
 	series  *cost.PriceSeries
-	ready   int // ready (accepting) instances of this type
-	alive   int // launching or ready
+	weight  float64 // capacity at batch 1, requests per second
+	ready   int     // ready (accepting) instances of this type
+	alive   int     // launching or ready
 	used    time.Duration
 	costUSD float64
 }
@@ -101,7 +103,8 @@ type engine struct {
 	freeSlots int
 	nextID    int
 	vmWake    int64
-	cands     []Candidate
+	cands     []dispatch.Instance
+	picker    dispatch.Picker
 	candIdx   []int
 
 	// Serverless tier.
@@ -130,6 +133,8 @@ type engine struct {
 	lastChange int64
 	area       float64
 	vmArea     float64
+	upArea     float64
+	mb         int // VM batching policy's MaxBatch after its last decision
 	busySlots  int
 	fleet      []autoscale.Member
 	scaleAt    int64
@@ -185,9 +190,18 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		e.noiseSig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
 	}
 	e.vmBatch = pol.Batching
+	e.picker = pol.Dispatcher
+	if e.picker == nil {
+		p, err := dispatch.New(dispatch.DefaultName)
+		if err != nil {
+			return nil, err
+		}
+		e.picker = p
+	}
 	if e.vmBatch == nil {
 		e.vmBatch = batching.NewNone()
 	}
+	e.mb = max(e.vmBatch.MaxBatch(), 1)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -313,6 +327,7 @@ func (e *engine) advance(at int64) {
 	if dt := at - e.lastChange; dt > 0 {
 		e.area += float64(e.inSystem) * float64(dt)
 		e.vmArea += float64(e.busySlots) * float64(dt)
+		e.upArea += float64(e.busySlots+(e.vq.n+e.mb-1)/e.mb) * float64(dt)
 		e.lastChange = at
 	}
 	e.now = at
@@ -400,6 +415,9 @@ func (e *engine) typeFor(name string) (int, error) {
 	}
 	if ty.backend.Slots < 1 {
 		ty.backend.Slots = 1
+	}
+	if t1 := b.Curve.ServiceTime(1); t1 > 0 {
+		ty.weight = float64(ty.backend.Slots) / t1.Seconds()
 	}
 	e.types = append(e.types, ty)
 	e.typeIdx[name] = len(e.types) - 1
@@ -531,6 +549,7 @@ func (e *engine) pumpVM() {
 			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
 		}
 		d := e.vmBatch.Decide(q, e.t(e.now))
+		e.mb = max(e.vmBatch.MaxBatch(), 1)
 		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
 			nx = max(nx, e.now)
 			if e.vmWake < e.now || nx < e.vmWake {
@@ -555,9 +574,8 @@ func (e *engine) fail() {
 	e.perDone++
 }
 
-func (e *engine) pick(n int) int {
+func (e *engine) pick() int {
 	e.cands, e.candIdx = e.cands[:0], e.candIdx[:0]
-	best, bestFree := -1, 0
 	for i := range e.insts {
 		in := &e.insts[i]
 		if !in.accepting {
@@ -568,21 +586,14 @@ func (e *engine) pick(n int) int {
 		if free <= 0 {
 			continue
 		}
-		if e.pol.Dispatcher != nil {
-			e.cands = append(e.cands, Candidate{ID: in.id, Type: ty.name, Free: free, Slots: ty.backend.Slots, MaxBatch: in.spec.MaxBatch})
-			e.candIdx = append(e.candIdx, i)
-		} else if free > bestFree {
-			best, bestFree = i, free
-		}
+		e.cands = append(e.cands, dispatch.Instance{ID: in.id, Free: free, Outstanding: in.busy, Weight: ty.weight})
+		e.candIdx = append(e.candIdx, i)
 	}
-	if e.pol.Dispatcher != nil && len(e.cands) > 0 {
-		k := e.pol.Dispatcher.Pick(e.cands, n, e.t(e.now))
-		if k < 0 || k >= len(e.cands) {
-			k = 0
-		}
-		return e.candIdx[k]
+	k := e.picker.Pick(e.cands)
+	if k < 0 || k >= len(e.cands) {
+		return -1
 	}
-	return best
+	return e.candIdx[k]
 }
 
 func (e *engine) newBatch() int32 {
@@ -610,7 +621,7 @@ func (e *engine) noise() float64 {
 }
 
 func (e *engine) dispatchVM(n int) {
-	i := e.pick(n)
+	i := e.pick()
 	if i < 0 {
 		return
 	}
@@ -797,8 +808,9 @@ func (e *engine) tick() {
 	if elapsed > 0 {
 		e.sample.Concurrency = e.area / elapsed
 		e.sample.VMInFlight = e.vmArea / elapsed
+		e.sample.Upstream = e.upArea / elapsed
 	}
-	e.area, e.vmArea = 0, 0
+	e.area, e.vmArea, e.upArea = 0, 0, 0
 	if len(e.history) == e.cfg.HistoryLen {
 		copy(e.history, e.history[1:])
 		e.history = e.history[:len(e.history)-1]

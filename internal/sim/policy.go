@@ -9,6 +9,7 @@ import (
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -35,9 +36,10 @@ type Policy struct {
 	// Router decides per request which tier serves it, or rejects it. Nil routes everything to the
 	// VM tier when Scaler is set, else to the serverless tier.
 	Router Router
-	// Dispatcher picks the instance a VM batch goes to; nil picks the ready instance with the most
-	// free slots (ties: oldest).
-	Dispatcher Dispatcher
+	// Dispatcher picks the instance a VM batch goes to (internal/dispatch, the gateway's picks);
+	// nil means dispatch.DefaultName. The snapshot lists ready instances with a free slot in
+	// launch order; Weight is the instance's capacity at batch 1 in requests per second.
+	Dispatcher dispatch.Picker
 	// Serverless configures the serverless tier; nil means the policy does not use one.
 	Serverless *Serverless
 }
@@ -105,21 +107,6 @@ type RouterFunc func(r Request, v TierView, now time.Time) Route
 // Route calls f.
 func (f RouterFunc) Route(r Request, v TierView, now time.Time) Route { return f(r, v, now) }
 
-// Candidate is a ready VM instance with a free slot, as a Dispatcher sees it.
-type Candidate struct {
-	ID   string
-	Type string
-	// Free and Slots are the instance's idle and total slots.
-	Free, Slots int
-	// MaxBatch is the instance's own largest batch (0 = none).
-	MaxBatch int
-}
-
-// Dispatcher picks which candidate gets the next batch of size n; it returns an index into cands.
-type Dispatcher interface {
-	Pick(cands []Candidate, n int, now time.Time) int
-}
-
 // Env is what a Factory receives to build a policy for one run.
 type Env struct {
 	// Catalog is the virtual cloud's catalog.
@@ -128,9 +115,17 @@ type Env struct {
 	Model profile.Model
 	// SLO is the run's latency objective.
 	SLO slo.Spec
+	// Load summarises the trace (policies that provision statically size for it).
+	Load LoadStats
 	// Decode decodes the policy's own options (the config's policies.<name> section) into v;
 	// it leaves v untouched when the section is absent and rejects unknown fields.
 	Decode func(v any) error
+}
+
+// LoadStats summarises a trace's request rate.
+type LoadStats struct {
+	// MeanRPS is the mean rate and PeakRPS the highest one-minute rate, requests per second.
+	MeanRPS, PeakRPS float64
 }
 
 // decode calls e.Decode when set.
