@@ -1,0 +1,106 @@
+package analytic
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"testing"
+)
+
+func TestFitMAP2RecoversSyntheticMoments(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    *MAP
+	}{
+		{"poisson", mustMAP(t)(Poisson(30))},
+		{"bursty mmpp2", mustMAP(t)(MMPP2(5, 80, 0.2, 0.5))},
+		{"correlated map2", mustMAP(t)(MAP2(2, 40, 1, 0.5, 0.3, 0.6))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := sample(tc.a, 300000, 11)
+			fit, st, err := FitMAP2(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mean, scv, _, rho := fit.Moments()
+			if d := math.Abs(mean-st.Mean) / st.Mean; d > 1e-9 {
+				t.Errorf("mean: (-trace +fit) %g %g", st.Mean, mean)
+			}
+			if st.SCV > 1 && math.Abs(scv-st.SCV)/st.SCV > 0.02 {
+				t.Errorf("SCV: (-trace +fit) %g %g", st.SCV, scv)
+			}
+			if math.Abs(rho-st.Rho1) > 0.02 {
+				t.Errorf("lag-1 autocorrelation: (-trace +fit) %g %g", st.Rho1, rho)
+			}
+			if r := fit.Rate() / tc.a.Rate(); math.Abs(r-1) > 0.02 {
+				t.Errorf("rate: (-true +fit) %g %g", tc.a.Rate(), fit.Rate())
+			}
+		})
+	}
+}
+
+func TestMomentsOfPoisson(t *testing.T) {
+	mean, scv, skew, rho := mustMAP(t)(Poisson(4)).Moments()
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"mean", mean, 0.25}, {"scv", scv, 1}, {"skew", skew, 2}, {"rho1", rho, 0}} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s: (-want +got) %g %g", c.name, c.want, c.got)
+		}
+	}
+}
+
+// TestFitTwitterHoursMatchesBATCH compares our MAP(2) fits of the raw Twitter hours with BATCH's
+// published KPC-toolbox fits of the same hours (hour h is the file MAP{h+1}). Run with -v for
+// the table in docs/batch.md.
+func TestFitTwitterHoursMatchesBATCH(t *testing.T) {
+	t.Logf("| hour | samples | trace rate/s | SCV | skew | ρ1 | our rate | our ρ1 | BATCH rate | BATCH SCV | BATCH ρ1 | rate diff %% |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, h := range []int{0, 7, 14, 20} {
+		path := needShared(t, fmt.Sprintf("traces/twitter-2017-05-25-interarrivals/TW_may25_%d-%d", h, h+1))
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := ReadInterarrivals(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, st, err := FitMAP2(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := publishedTwitterMAP(t, h+1)
+		_, _, _, rho := ours.Moments()
+		_, tscv, _, trho := theirs.Moments()
+		diff := 100 * math.Abs(ours.Rate()/theirs.Rate()-1)
+		t.Logf("| %d | %d | %.3f | %.3f | %.3f | %.4f | %.3f | %.4f | %.3f | %.3f | %.4f | %.3f |",
+			h, st.N, 1/st.Mean, st.SCV, st.Skew, st.Rho1, ours.Rate(), rho, theirs.Rate(), tscv, trho, diff)
+		if diff > 5 {
+			t.Errorf("hour %d: mean rate (-BATCH +ours) %.3f %.3f: %.1f %% apart", h, theirs.Rate(), ours.Rate(), diff)
+		}
+	}
+}
+
+func TestNewMAPRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d0, d1 [][]float64
+	}{
+		{"empty", nil, nil},
+		{"shape", [][]float64{{-1}}, [][]float64{{1, 0}}},
+		{"negative D1", [][]float64{{-1, 0}, {0, -1}}, [][]float64{{2, -1}, {0, 1}}},
+		{"rows do not sum to 0", [][]float64{{-1, 0}, {0, -1}}, [][]float64{{2, 0}, {0, 1}}},
+		{"no arrivals", [][]float64{{-1, 1}, {1, -1}}, [][]float64{{0, 0}, {0, 0}}},
+		{"NaN", [][]float64{{math.NaN()}}, [][]float64{{1}}},
+		{"zero diagonal", [][]float64{{0}}, [][]float64{{0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewMAP(tc.d0, tc.d1); err == nil {
+				t.Errorf("NewMAP(%v, %v) = nil error, want one", tc.d0, tc.d1)
+			}
+		})
+	}
+}
