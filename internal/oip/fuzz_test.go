@@ -1,0 +1,123 @@
+package oip
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+func addSeeds(f *testing.F) {
+	f.Helper()
+	files, _ := filepath.Glob("testdata/request_*.json")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		`{"inputs":[{"data":[[1],[2]],"name":"x","shape":[2,1],"datatype":"INT32"}]}`,
+		`{"id":"\ud83d\ude00","inputs":[{"name":"b","datatype":"BOOL","shape":[1],"data":[true]}]}`,
+		`{"model_name":"m","outputs":[{"name":"y","datatype":"FP64","shape":[1],"data":[1e-300]}],"x":[null]}`,
+		`{"inputs":[{"name":"x","datatype":"FP32","shape":[0],"data":[]}],"outputs":[{"name":"y"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzDecodeRequest checks that the strict decoder never panics and that whatever it accepts
+// re-encodes to a body it accepts again with the same encoding (encode∘decode is idempotent).
+func FuzzDecodeRequest(f *testing.F) {
+	addSeeds(f)
+	lim := DefaultLimits()
+	lim.MaxTotalElements = 1 << 16
+	lim.MaxTensorElements = 1 << 16
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeRequest(body, lim)
+		if err != nil {
+			return
+		}
+		b1, err := AppendRequest(nil, r)
+		if err != nil {
+			t.Fatalf("AppendRequest of a decoded request: %v", err)
+		}
+		r2, err := DecodeRequest(b1, lim)
+		if err != nil {
+			t.Fatalf("DecodeRequest(%s) of our own encoding: %v", b1, err)
+		}
+		b2, err := AppendRequest(nil, r2)
+		if err != nil {
+			t.Fatalf("AppendRequest second time: %v", err)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("encoding not stable (-first +second):\n- %s\n+ %s", b1, b2)
+		}
+	})
+}
+
+// FuzzDecodeResponse is FuzzDecodeRequest for the lenient response decoder.
+func FuzzDecodeResponse(f *testing.F) {
+	addSeeds(f)
+	lim := DefaultLimits()
+	lim.MaxTotalElements = 1 << 16
+	lim.MaxTensorElements = 1 << 16
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeResponse(body, lim)
+		if err != nil {
+			return
+		}
+		b1, err := AppendResponse(nil, r)
+		if err != nil {
+			t.Fatalf("AppendResponse of a decoded response: %v", err)
+		}
+		r2, err := DecodeResponse(b1, lim)
+		if err != nil {
+			t.Fatalf("DecodeResponse(%s) of our own encoding: %v", b1, err)
+		}
+		b2, _ := AppendResponse(nil, r2)
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("encoding not stable (-first +second):\n- %s\n+ %s", b1, b2)
+		}
+	})
+}
+
+// FuzzParseFloat32 checks the FP32 fast path against strconv on every valid JSON number.
+func FuzzParseFloat32(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "1e10", "0.5803921568627451", "9999999", "1234567.0", "0.0000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := decoder{b: []byte(s)}
+		n, _, err := d.number()
+		if err != nil || len(n) != len(s) {
+			return
+		}
+		got, ok := parseFloat32(n)
+		want, werr := strconv.ParseFloat(s, 32)
+		if ok != (werr == nil) || (ok && got != float32(want)) {
+			t.Fatalf("parseFloat32(%q) = %v, %v; strconv = %v, %v", s, got, ok, float32(want), werr)
+		}
+	})
+}
+
+// FuzzParseFloat64 checks the FP64 fast path against strconv on every valid JSON number.
+func FuzzParseFloat64(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "1e10", "0.5803921568627451", "123456789012345", "0.0000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := decoder{b: []byte(s)}
+		n, _, err := d.number()
+		if err != nil || len(n) != len(s) {
+			return
+		}
+		got, ok := parseFloat64(n)
+		want, werr := strconv.ParseFloat(s, 64)
+		if ok != (werr == nil) || (ok && got != want) {
+			t.Fatalf("parseFloat64(%q) = %v, %v; strconv = %v, %v", s, got, ok, want, werr)
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package oip
+
+import "fmt"
+
+// ValidateRequest checks a decoded request against a model's metadata: every declared input is
+// present exactly once and no other; each has the declared datatype and rank, and every dimension
+// equals the declared one unless that is -1 (a wildcard, typically the batch); every requested
+// output is declared. Errors wrap ErrBadRequest and name the tensor.
+func ValidateRequest(r *InferenceRequest, md *ModelMetadata) error {
+	for i := range r.Inputs {
+		in := &r.Inputs[i]
+		spec := findMetadata(md.Inputs, in.Name)
+		if spec == nil {
+			return fmt.Errorf("%w: input %q: model %q has no such input (inputs: %s)", ErrBadRequest, in.Name, md.Name, names(md.Inputs))
+		}
+		if in.Datatype != spec.Datatype {
+			return fmt.Errorf("%w: input %q: datatype %s, model %q expects %s", ErrBadRequest, in.Name, in.Datatype, md.Name, spec.Datatype)
+		}
+		if !ShapeMatches(spec.Shape, in.Shape) {
+			return fmt.Errorf("%w: input %q: shape %v, model %q expects %v (-1 = any)", ErrBadRequest, in.Name, in.Shape, md.Name, spec.Shape)
+		}
+	}
+	for _, spec := range md.Inputs {
+		if r.Input(spec.Name) == nil {
+			return fmt.Errorf("%w: missing input %q of model %q", ErrBadRequest, spec.Name, md.Name)
+		}
+	}
+	for _, o := range r.Outputs {
+		if findMetadata(md.Outputs, o.Name) == nil {
+			return fmt.Errorf("%w: requested output %q: model %q has no such output (outputs: %s)", ErrBadRequest, o.Name, md.Name, names(md.Outputs))
+		}
+	}
+	return nil
+}
+
+// ShapeMatches reports whether shape has the rank of spec and equals it in every dimension where
+// spec is not -1.
+func ShapeMatches(spec, shape []int64) bool {
+	if len(spec) != len(shape) {
+		return false
+	}
+	for i, d := range spec {
+		if d != -1 && d != shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func findMetadata(ts []TensorMetadata, name string) *TensorMetadata {
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
+func names(ts []TensorMetadata) string {
+	s := ""
+	for i, t := range ts {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%q", t.Name)
+	}
+	return s
+}
+
+// FilterOutputs keeps only the outputs the request asked for, in the requested order; with no
+// requested outputs it returns outs unchanged.
+func FilterOutputs(outs []Tensor, requested []RequestedOutput) []Tensor {
+	if len(requested) == 0 {
+		return outs
+	}
+	kept := make([]Tensor, 0, len(requested))
+	for _, o := range requested {
+		for i := range outs {
+			if outs[i].Name == o.Name {
+				kept = append(kept, outs[i])
+				break
+			}
+		}
+	}
+	return kept
+}
