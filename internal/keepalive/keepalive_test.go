@@ -1,0 +1,268 @@
+package keepalive
+
+import (
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(0, 0).UTC()
+
+func min_(n int) time.Duration { return time.Duration(n) * time.Minute }
+
+// observeIdle feeds p invocations separated by the given idle times (instantaneous invocations)
+// and returns the time of the last one.
+func observeIdle(p Policy, idles ...time.Duration) time.Time {
+	t := t0
+	p.Observe(t, t)
+	for _, d := range idles {
+		t = t.Add(d)
+		p.Observe(t, t)
+	}
+	return t
+}
+
+func repeat(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
+func TestHHPWindows(t *testing.T) {
+	tests := []struct {
+		name     string
+		idles    []time.Duration
+		wantPre  time.Duration
+		wantKeep time.Duration
+		reason   string
+	}{
+		{"too few idle times: fixed 10 minutes", repeat(min_(30), 5), 0, 10 * time.Minute, "fixed"},
+		{"periodic every 30 minutes: pre-warm just before, short keep-alive",
+			repeat(min_(30), 40), 27 * time.Minute, time.Duration(math.Ceil(float64(31*time.Minute)*1.1)) - 27*time.Minute, "histogram"},
+		{"flat spread over the range: not representative",
+			func() []time.Duration {
+				var out []time.Duration
+				for i := range 240 {
+					out = append(out, min_(i))
+				}
+				return out
+			}(), 0, 10 * time.Minute, "CV"},
+		{"most idle times beyond 4 hours: fixed", append(repeat(5*time.Hour, 20), repeat(min_(1), 10)...), 0, 10 * time.Minute, "beyond"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewHHP(DefaultHHPConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := observeIdle(p, tt.idles...)
+			w := p.Windows(last)
+			if w.PreWarm != tt.wantPre || w.KeepAlive != tt.wantKeep || !strings.Contains(w.Reason, tt.reason) {
+				t.Errorf("Windows (-want +got):\n-pre %v keep %v (%s)\n+pre %v keep %v (%s)", tt.wantPre, tt.wantKeep, tt.reason, w.PreWarm, w.KeepAlive, w.Reason)
+			}
+		})
+	}
+}
+
+func TestHHPHistoryForgets(t *testing.T) {
+	cfg := DefaultHHPConfig()
+	cfg.History = time.Hour
+	p, err := NewHHP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := observeIdle(p, repeat(min_(2), 30)...)
+	if w := p.Windows(last); strings.HasPrefix(w.Reason, "fixed") {
+		t.Fatalf("fresh history fell back: %s", w.Reason)
+	}
+	if w := p.Windows(last.Add(2 * time.Hour)); !strings.HasPrefix(w.Reason, "fixed") {
+		t.Errorf("history older than an hour was still used: %+v", w)
+	}
+}
+
+func TestLSTHWeightsLongAndShort(t *testing.T) {
+	cfg := DefaultLSTHConfig()
+	p, err := NewLSTH(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 idle times of 60 minutes (long-term pattern), then a burst of 70 idle times of 1 minute.
+	idles := append(repeat(min_(60), 20), repeat(min_(1), 70)...)
+	last := observeIdle(p, idles...)
+	w := p.Windows(last)
+	// Long: head bin 1 (the burst is most of the day's idle times), tail bin 60 -> pre 54s,
+	// end ceil(61m*1.1).
+	// Short (last hour: only the burst): head 1 m, tail 2 m -> pre 54s, end 2m12s.
+	lp, lend := 54*time.Second, time.Duration(math.Ceil(float64(61*time.Minute)*1.1))
+	sp, send := 54*time.Second, time.Duration(math.Ceil(float64(2*time.Minute)*1.1))
+	wantPre := (lp + sp) / 2
+	wantKeep := ((lend - lp) + (send - sp)) / 2
+	if far(w.PreWarm, wantPre) || far(w.KeepAlive, wantKeep) {
+		t.Errorf("Windows (-want +got):\n-pre %v keep %v\n+pre %v keep %v (%s)", wantPre, wantKeep, w.PreWarm, w.KeepAlive, w.Reason)
+	}
+	// Two hours later the short histogram is empty: the long one decides alone.
+	w = p.Windows(last.Add(2 * time.Hour))
+	if far(w.PreWarm, lp) || far(w.KeepAlive, lend-lp) {
+		t.Errorf("long-only Windows (-want +got):\n-pre %v keep %v\n+pre %v keep %v (%s)", lp, lend-lp, w.PreWarm, w.KeepAlive, w.Reason)
+	}
+}
+
+// far reports whether a and b differ by more than a microsecond.
+func far(a, b time.Duration) bool { return (a - b).Abs() > time.Microsecond }
+
+func TestLSTHFallsBackWithoutHistory(t *testing.T) {
+	p, err := NewLSTH(DefaultLSTHConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := p.Windows(observeIdle(p, min_(3))); w.KeepAlive != DefaultFixedKeepAlive || w.PreWarm != 0 {
+		t.Errorf("Windows with one idle time (-want +got):\n-pre 0 keep %v\n+pre %v keep %v", DefaultFixedKeepAlive, w.PreWarm, w.KeepAlive)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultHHPConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := DefaultLSTHConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	hhp := map[string]func(*HHPConfig){
+		"bin_width":        func(c *HHPConfig) { c.BinWidth = 0 },
+		"range":            func(c *HHPConfig) { c.Range = time.Second },
+		"head_percentile":  func(c *HHPConfig) { c.HeadPercentile = 0 },
+		"tail_percentile":  func(c *HHPConfig) { c.TailPercentile = 1 },
+		"margin":           func(c *HHPConfig) { c.Margin = 1 },
+		"min_samples":      func(c *HHPConfig) { c.MinSamples = 0 },
+		"fallback":         func(c *HHPConfig) { c.Fallback = 0 },
+		"min_cv":           func(c *HHPConfig) { c.MinCV = -1 },
+		"max_oob_fraction": func(c *HHPConfig) { c.MaxOOBFraction = 0 },
+		"history":          func(c *HHPConfig) { c.History = -1 },
+	}
+	for field, mutate := range hhp {
+		t.Run("hhp "+field, func(t *testing.T) {
+			c := DefaultHHPConfig()
+			mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), field) {
+				t.Errorf("Validate() = %v, want an error naming %q", err, field)
+			}
+			if _, err := NewHHP(c); err == nil {
+				t.Error("NewHHP accepted the bad config")
+			}
+		})
+	}
+	lsth := map[string]func(*LSTHConfig){
+		"short": func(c *LSTHConfig) { c.Short = 0 },
+		"long":  func(c *LSTHConfig) { c.Long = c.Short },
+		"gamma": func(c *LSTHConfig) { c.Gamma = 1.5 },
+	}
+	for field, mutate := range lsth {
+		t.Run("lsth "+field, func(t *testing.T) {
+			c := DefaultLSTHConfig()
+			mutate(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), field) {
+				t.Errorf("Validate() = %v, want an error naming %q", err, field)
+			}
+			if _, err := NewLSTH(c); err == nil {
+				t.Error("NewLSTH accepted the bad config")
+			}
+		})
+	}
+}
+
+// scripted returns fixed windows regardless of history.
+type scripted struct{ w Windows }
+
+func (s *scripted) Observe(start, end time.Time) {}
+func (s *scripted) Windows(time.Time) Windows    { return s.w }
+
+func TestReplay(t *testing.T) {
+	// Active minutes 0, 2, 3, 9 (idle times after the busy minute: 1, 0, 5), trace of 12 minutes.
+	counts := []int{2, 0, 1, 4, 0, 0, 0, 0, 0, 1, 0, 0}
+	tests := []struct {
+		name     string
+		w        Windows
+		wantCold int
+		wantIdle float64
+	}{
+		{"keep alive 2 minutes: only the 5-minute gap is cold", Windows{KeepAlive: min_(2)}, 2, 1 + 0 + 2 + 2},
+		{"keep alive 10 minutes: only the first start is cold", Windows{KeepAlive: min_(10)}, 1, 1 + 0 + 5 + 2},
+		{"pre-warm 1 minute: the back-to-back minute is cold", Windows{PreWarm: min_(1), KeepAlive: min_(5)}, 2, 0 + 0 + 4 + 1},
+		{"no keep-alive: every gap is cold", Windows{}, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Replay("s", counts, time.Minute, &scripted{tt.w})
+			if r.ColdStarts != tt.wantCold || math.Abs(r.IdleMinutes-tt.wantIdle) > 1e-9 || r.Invocations != 8 || r.ActiveSteps != 4 {
+				t.Errorf("Replay (-want +got):\n-cold %d idle %v invocations 8 active 4\n+cold %d idle %v invocations %d active %d",
+					tt.wantCold, tt.wantIdle, r.ColdStarts, r.IdleMinutes, r.Invocations, r.ActiveSteps)
+			}
+		})
+	}
+	if r := Replay("empty", []int{0, 0}, time.Minute, &Fixed{KeepAlive: time.Minute}); r.ColdStarts != 0 || r.IdleMinutes != 0 {
+		t.Errorf("empty trace: %+v", r)
+	}
+}
+
+func TestReadCounts(t *testing.T) {
+	f, err := os.Open("testdata/fn-excerpt.rpm.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadCounts(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{1, 0, 3, 0, 0, 1, 0, 0, 0, 2}
+	if !slices.Equal(got, want) {
+		t.Errorf("ReadCounts (-want +got):\n-%v\n+%v", want, got)
+	}
+	for name, in := range map[string]string{
+		"empty":          "",
+		"only a header":  "t_min,count\n",
+		"no comma":       "0 1\n",
+		"negative count": "0,-1\n",
+		"decreasing":     "3,1\n2,1\n",
+		"bad step":       "0,1\nx,2\n",
+		"huge step":      "999999999,1\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ReadCounts(strings.NewReader(in)); err == nil {
+				t.Errorf("ReadCounts(%q) accepted bad input", in)
+			}
+		})
+	}
+}
+
+func FuzzReadCounts(f *testing.F) {
+	b, err := os.ReadFile("testdata/fn-excerpt.rpm.csv")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("0,1\n5,2\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		counts, err := ReadCounts(strings.NewReader(string(in)))
+		if err != nil {
+			return
+		}
+		for _, c := range counts {
+			if c < 0 {
+				t.Fatalf("negative count %d", c)
+			}
+		}
+		// Any decoded trace replays without panicking and with sane totals.
+		for _, b := range Baselines() {
+			r := Replay(b.Name, counts, time.Minute, b.New())
+			if r.ColdStarts < 0 || r.IdleMinutes < 0 || int64(r.ColdStarts) > r.Invocations {
+				t.Fatalf("%s: %+v", b.Name, r)
+			}
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package keepalive
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Windows is a keep-alive decision, both windows measured as in Shahrad et al.: after an
+// invocation ends, the instance is unloaded and reloaded PreWarm later (kept loaded when
+// PreWarm is 0), then kept loaded for KeepAlive.
+type Windows struct {
+	// PreWarm is how long after the last invocation the instance is (re)loaded.
+	PreWarm time.Duration
+	// KeepAlive is how long the instance stays loaded once (re)loaded.
+	KeepAlive time.Duration
+	// Reason explains how the windows were derived.
+	Reason string
+}
+
+// Policy decides pre-warm and keep-alive windows for one function from its invocation history.
+// Implementations are pure: Observe records that the function was invoked at start and kept
+// its instance busy until end (end == start for an instantaneous invocation; calls come in time
+// order), so that the idle time before it is start minus the previous end (Shahrad et al.'s
+// "idle time"); Windows reports the windows that apply after the last invocation's end, at now.
+// A Policy belongs to one goroutine.
+type Policy interface {
+	Observe(start, end time.Time)
+	Windows(now time.Time) Windows
+}
+
+// DefaultFixedKeepAlive is the fixed keep-alive baseline and the histogram policies' fallback:
+// 10 minutes (AWS Lambda's window, Shahrad et al. §4; Cocktail's idle timeout).
+const DefaultFixedKeepAlive = 10 * time.Minute
+
+// Fixed is the fixed keep-alive policy: never unload early, keep alive for a constant time.
+type Fixed struct {
+	// KeepAlive is the constant keep-alive window.
+	KeepAlive time.Duration
+}
+
+var _ Policy = (*Fixed)(nil)
+
+// Observe ignores the invocation: a fixed policy learns nothing.
+func (f *Fixed) Observe(start, end time.Time) {}
+
+// Windows returns no pre-warm and the fixed keep-alive.
+func (f *Fixed) Windows(time.Time) Windows {
+	return Windows{KeepAlive: f.KeepAlive, Reason: fmt.Sprintf("fixed keep-alive %v", f.KeepAlive)}
+}
+
+// HistogramConfig holds the settings shared by HHP and LSTH histograms.
+type HistogramConfig struct {
+	// BinWidth is the width of one idle-time bin (Shahrad et al.: 1 minute); > 0.
+	BinWidth time.Duration
+	// Range is the largest idle time the histogram holds; longer ones are out of bounds
+	// (HHP: 4 hours); ≥ BinWidth.
+	Range time.Duration
+	// HeadPercentile selects the pre-warm window (5th percentile); in (0, 100).
+	HeadPercentile float64
+	// TailPercentile selects the keep-alive window (99th percentile); in (HeadPercentile, 100].
+	TailPercentile float64
+	// Margin widens the windows: pre-warm = head × (1 − Margin), keep-alive ends at
+	// tail × (1 + Margin) (Shahrad et al.: 10 %); in [0, 1).
+	Margin float64
+	// MinSamples is the fewest in-bounds idle times a histogram needs before it is trusted; ≥ 1.
+	MinSamples int
+	// Fallback is the fixed keep-alive used while the histogram is not representative
+	// (10 minutes); > 0.
+	Fallback time.Duration
+}
+
+// DefaultHistogramConfig returns Shahrad et al.'s HHP histogram settings with the 10-minute
+// fallback.
+func DefaultHistogramConfig() HistogramConfig {
+	return HistogramConfig{BinWidth: time.Minute, Range: 4 * time.Hour, HeadPercentile: 5, TailPercentile: 99,
+		Margin: 0.10, MinSamples: 10, Fallback: DefaultFixedKeepAlive}
+}
+
+// Validate reports the first field of c that is out of range.
+func (c HistogramConfig) Validate() error {
+	switch {
+	case c.BinWidth <= 0:
+		return fmt.Errorf("keepalive.bin_width: must be > 0, got %v", c.BinWidth)
+	case c.Range < c.BinWidth:
+		return fmt.Errorf("keepalive.range: must be >= bin_width %v, got %v", c.BinWidth, c.Range)
+	case !(c.HeadPercentile > 0 && c.HeadPercentile < 100):
+		return fmt.Errorf("keepalive.head_percentile: must be in (0, 100), got %v", c.HeadPercentile)
+	case !(c.TailPercentile > c.HeadPercentile && c.TailPercentile <= 100):
+		return fmt.Errorf("keepalive.tail_percentile: must be in (head_percentile, 100], got %v", c.TailPercentile)
+	case !(c.Margin >= 0 && c.Margin < 1):
+		return fmt.Errorf("keepalive.margin: must be in [0, 1), got %v", c.Margin)
+	case c.MinSamples < 1:
+		return fmt.Errorf("keepalive.min_samples: must be >= 1, got %d", c.MinSamples)
+	case c.Fallback <= 0:
+		return fmt.Errorf("keepalive.fallback: must be > 0, got %v", c.Fallback)
+	}
+	return nil
+}
+
+// windowsOf derives (pre-warm, keep-alive) from one histogram: head = lower edge of the
+// head-percentile bin, tail = upper edge of the tail-percentile bin (Shahrad et al. use bin
+// edges so that the whole bin is covered); pre-warm = head × (1 − margin); the instance stays
+// loaded until tail × (1 + margin), so keep-alive = that − pre-warm. ok is false when the
+// histogram has no in-bounds sample.
+func windowsOf(h *histogram, c HistogramConfig) (pre, keep time.Duration, ok bool) {
+	hb, tb := h.percentile(c.HeadPercentile), h.percentile(c.TailPercentile)
+	if hb < 0 {
+		return 0, 0, false
+	}
+	head := time.Duration(hb) * c.BinWidth
+	tail := time.Duration(tb+1) * c.BinWidth
+	pre = time.Duration(math.Floor(float64(head) * (1 - c.Margin)))
+	end := time.Duration(math.Ceil(float64(tail) * (1 + c.Margin)))
+	return pre, end - pre, true
+}
