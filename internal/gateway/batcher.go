@@ -1,0 +1,434 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// call is one request waiting for its answer.
+type call struct {
+	ctx      context.Context
+	req      *Request
+	arrival  time.Time
+	deadline time.Time
+	done     chan result // buffered (1): the batcher never blocks on a departed client
+}
+
+// result is delivered exactly once per call.
+type result struct {
+	resp Response
+	err  error
+}
+
+// backendInst is an instance as the batcher tracks it.
+type backendInst struct {
+	Instance
+	outstanding int
+	draining    bool
+	drained     chan struct{} // closed when a draining instance has no batch in flight
+}
+
+// flight is one batch in flight.
+type flight struct {
+	inst       *backendInst
+	calls      []*call
+	dispatched time.Time
+	completed  time.Time
+	failed     bool
+}
+
+// batcher owns one model's queue. Its run goroutine is the only one that touches the queue,
+// the instances and the policy: the size-or-deadline loop with a resettable timer of
+// prometheus storage/remote/queue_manager.go's runShard, with the decisions delegated to a
+// batching.Policy (Decide on arrival, completion and timer; Observe on completion).
+type batcher struct {
+	g      *Gateway
+	name   string
+	spec   slo.Spec
+	policy batching.Policy
+	limit  int
+	m      *modelMetrics
+	schema atomic.Pointer[[]TensorSpec]
+
+	in          chan *call
+	ctrl        chan func(now time.Time)
+	completions chan *flight
+	queued      atomic.Int64 // calls in `in` plus calls in q
+
+	mu     sync.RWMutex // guards closed against sends on `in`
+	closed bool
+	quit   chan struct{}
+	exited chan struct{}
+	failed int // waiting calls failed at shutdown, set before exited closes
+
+	// Owned by run.
+	q        []*call
+	insts    []*backendInst
+	inflight int
+	timer    *time.Timer
+	cands    []Candidate
+	candIdx  []int
+	arrivals []time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+	flights  sync.WaitGroup
+}
+
+func newBatcher(g *Gateway, m Model) *batcher {
+	b := &batcher{
+		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit,
+		m:           g.metrics.forModel(m.Name),
+		in:          make(chan *call, m.QueueLimit),
+		ctrl:        make(chan func(time.Time)),
+		completions: make(chan *flight, 64),
+		quit:        make(chan struct{}),
+		exited:      make(chan struct{}),
+		q:           make([]*call, 0, m.QueueLimit),
+		arrivals:    make([]time.Time, 0, 64),
+	}
+	if m.Inputs != nil {
+		in := m.Inputs
+		b.schema.Store(&in)
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	return b
+}
+
+// submit queues req and waits for its answer (or for ctx to end).
+func (b *batcher) submit(ctx context.Context, req *Request) (Response, error) {
+	now := time.Now()
+	timeout := b.spec.Threshold
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	c := &call{ctx: ctx, req: req, arrival: now, deadline: now.Add(timeout), done: make(chan result, 1)}
+	if b.queued.Add(1) > int64(b.limit) {
+		b.queued.Add(-1)
+		return Response{}, ErrQueueFull
+	}
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		b.queued.Add(-1)
+		return Response{}, ErrShuttingDown
+	}
+	b.in <- c // never blocks: queued ≤ limit = cap(in)
+	b.mu.RUnlock()
+	select {
+	case r := <-c.done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return Response{}, ctx.Err()
+	}
+}
+
+// control runs f on the batcher goroutine; it reports false when the batcher has stopped.
+func (b *batcher) control(f func(now time.Time)) bool {
+	select {
+	case b.ctrl <- f:
+		return true
+	case <-b.exited:
+		return false
+	}
+}
+
+// run is the batcher goroutine.
+func (b *batcher) run() {
+	defer close(b.exited)
+	b.timer = time.NewTimer(time.Hour)
+	b.timer.Stop()
+	for {
+		select {
+		case c := <-b.in:
+			b.q = append(b.q, c)
+			for more := true; more; { // take every arrival already waiting, then decide once
+				select {
+				case c := <-b.in:
+					b.q = append(b.q, c)
+				default:
+					more = false
+				}
+			}
+		case f := <-b.completions:
+			b.complete(f)
+		case f := <-b.ctrl:
+			f(time.Now())
+		case <-b.timer.C:
+		case <-b.quit:
+			b.shutdown()
+			return
+		}
+		b.step(time.Now())
+	}
+}
+
+// step expires overdue requests, then asks the policy until it says wait or no slot is free,
+// and arms the timer for the policy's next question or the earliest deadline.
+func (b *batcher) step(now time.Time) {
+	earliest := b.expire(now)
+	var next time.Time
+	for len(b.q) > 0 {
+		q := batching.Queue{Len: len(b.q), Oldest: b.q[0].arrival, EarliestDeadline: earliest, Free: b.free()}
+		d := b.policy.Decide(q, now)
+		next = d.Next
+		if d.Dispatch <= 0 || q.Free == 0 {
+			break
+		}
+		b.dispatch(min(d.Dispatch, len(b.q)), now)
+		earliest = b.earliestDeadline()
+	}
+	b.m.queue.Set(float64(len(b.q)))
+	wake := next
+	if !earliest.IsZero() && (wake.IsZero() || earliest.Before(wake)) {
+		wake = earliest
+	}
+	if wake.IsZero() || len(b.q) == 0 {
+		b.timer.Stop()
+		return
+	}
+	b.timer.Reset(max(wake.Sub(now), 0))
+}
+
+// expire answers waiting requests whose deadline has passed (504) or whose client has gone,
+// keeping the others in order, and returns the earliest remaining deadline.
+func (b *batcher) expire(now time.Time) time.Time {
+	var earliest time.Time
+	kept := b.q[:0]
+	for _, c := range b.q {
+		switch {
+		case !now.Before(c.deadline):
+			c.done <- result{err: fmt.Errorf("%w: waited %v", ErrDeadline, now.Sub(c.arrival))}
+			b.queued.Add(-1)
+		case c.ctx.Err() != nil:
+			b.queued.Add(-1)
+		default:
+			kept = append(kept, c)
+			if earliest.IsZero() || c.deadline.Before(earliest) {
+				earliest = c.deadline
+			}
+		}
+	}
+	clear(b.q[len(kept):])
+	b.q = kept
+	return earliest
+}
+
+func (b *batcher) earliestDeadline() time.Time {
+	var earliest time.Time
+	for _, c := range b.q {
+		if earliest.IsZero() || c.deadline.Before(earliest) {
+			earliest = c.deadline
+		}
+	}
+	return earliest
+}
+
+// free is the number of batches the model's instances can take now.
+func (b *batcher) free() int {
+	n := 0
+	for _, in := range b.insts {
+		if !in.draining && in.outstanding < in.Slots {
+			n += in.Slots - in.outstanding
+		}
+	}
+	return n
+}
+
+// dispatch sends the oldest n waiting requests (the longest prefix whose tensors can be
+// concatenated) as one batch to the instance the picker chooses.
+func (b *batcher) dispatch(n int, now time.Time) {
+	b.cands, b.candIdx = b.cands[:0], b.candIdx[:0]
+	for i, in := range b.insts {
+		if !in.draining && in.outstanding < in.Slots {
+			b.cands = append(b.cands, Candidate{ID: in.ID, Outstanding: in.outstanding, Slots: in.Slots})
+			b.candIdx = append(b.candIdx, i)
+		}
+	}
+	k := b.g.picker.Pick(b.cands)
+	if k < 0 || k >= len(b.cands) {
+		k = 0
+	}
+	inst := b.insts[b.candIdx[k]]
+	first := b.q[0].req
+	take := 1
+	for take < n && b.q[take].req.compatible(first) {
+		take++
+	}
+	calls := make([]*call, take)
+	copy(calls, b.q[:take])
+	rest := copy(b.q, b.q[take:])
+	clear(b.q[rest:])
+	b.q = b.q[:rest]
+	b.queued.Add(-int64(take))
+	inst.outstanding++
+	b.inflight++
+	b.m.batchSize.Observe(float64(take))
+	f := &flight{inst: inst, calls: calls, dispatched: now}
+	b.flights.Add(1)
+	go b.send(f)
+}
+
+// send runs on its own goroutine: it calls the backend, answers every request of the batch
+// and reports the completion to the batcher.
+func (b *batcher) send(f *flight) {
+	defer b.flights.Done()
+	reqs := make([]*Request, len(f.calls))
+	for i, c := range f.calls {
+		reqs[i] = c.req
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.g.timeout)
+	res, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	cancel()
+	f.completed = time.Now()
+	if err == nil && len(res.Bodies) != len(reqs) {
+		err = &BackendError{Status: http.StatusBadGateway, Msg: fmt.Sprintf("backend returned %d answers for %d requests", len(res.Bodies), len(reqs))}
+	}
+	var be *BackendError
+	if err != nil && len(reqs) > 1 && errors.As(err, &be) && be.Status >= 400 && be.Status < 500 {
+		// The batch was built by the gateway, so an instance's 4xx is the gateway's problem.
+		err = &BackendError{Status: http.StatusBadGateway, Msg: be.Msg}
+	}
+	f.failed = err != nil
+	for i, c := range f.calls {
+		if err != nil {
+			c.done <- result{err: err}
+			continue
+		}
+		c.done <- result{resp: Response{Body: res.Bodies[i], ServiceTime: res.ServiceTime, BatchSize: len(reqs)}}
+	}
+	b.completions <- f
+}
+
+// complete records a finished batch: frees the slot, finishes a drain, tells the policy.
+func (b *batcher) complete(f *flight) {
+	f.inst.outstanding--
+	b.inflight--
+	if f.inst.draining && f.inst.outstanding == 0 {
+		b.removeInstance(f.inst)
+	}
+	b.arrivals = b.arrivals[:0]
+	for _, c := range f.calls {
+		b.arrivals = append(b.arrivals, c.arrival)
+	}
+	b.policy.Observe(batching.Outcome{Size: len(f.calls), Dispatched: f.dispatched, Completed: f.completed,
+		Arrivals: b.arrivals, Failed: f.failed}, time.Now())
+}
+
+func (b *batcher) addInstance(in Instance) error {
+	for _, x := range b.insts {
+		if x.ID == in.ID {
+			return fmt.Errorf("add instance %s to %s: already present", in.ID, b.name)
+		}
+	}
+	b.insts = append(b.insts, &backendInst{Instance: in})
+	b.countInstances()
+	return nil
+}
+
+// drainInstance marks an instance draining and returns a channel closed once it has no batch
+// in flight.
+func (b *batcher) drainInstance(id string) (chan struct{}, error) {
+	for _, x := range b.insts {
+		if x.ID != id {
+			continue
+		}
+		if x.drained == nil {
+			x.drained = make(chan struct{})
+		}
+		if !x.draining {
+			x.draining = true
+			if x.outstanding == 0 {
+				b.removeInstance(x)
+			}
+		}
+		b.countInstances()
+		return x.drained, nil
+	}
+	return nil, fmt.Errorf("remove instance %s from %s: %w", id, b.name, errUnknownInstance)
+}
+
+var errUnknownInstance = errors.New("unknown instance")
+
+func (b *batcher) removeInstance(x *backendInst) {
+	for i, y := range b.insts {
+		if y == x {
+			b.insts = append(b.insts[:i], b.insts[i+1:]...)
+			break
+		}
+	}
+	close(x.drained)
+	b.countInstances()
+}
+
+func (b *batcher) countInstances() {
+	ready, draining := 0, 0
+	for _, x := range b.insts {
+		if x.draining {
+			draining++
+		} else {
+			ready++
+		}
+	}
+	b.m.ready.Set(float64(ready))
+	b.m.draining.Set(float64(draining))
+}
+
+// stop ends the batcher: waiting requests fail with ErrShuttingDown; batches in flight finish
+// unless ctx ends first, which cancels them. It returns the number of failed waiting requests.
+func (b *batcher) stop(ctx context.Context) int {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.exited
+		return 0
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.quit)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			b.cancel()
+		case <-done:
+		}
+	}()
+	<-b.exited
+	close(done)
+	b.cancel()
+	return b.failed
+}
+
+// shutdown runs on the batcher goroutine once closed is set: no call can enter `in` any more.
+func (b *batcher) shutdown() {
+	b.timer.Stop()
+	for more := true; more; {
+		select {
+		case c := <-b.in:
+			b.q = append(b.q, c)
+		default:
+			more = false
+		}
+	}
+	for _, c := range b.q {
+		c.done <- result{err: ErrShuttingDown}
+		b.m.outcome[outcomeShutdown].Inc()
+		b.failed++
+	}
+	b.queued.Add(-int64(len(b.q)))
+	clear(b.q)
+	b.q = b.q[:0]
+	b.m.queue.Set(0)
+	// Let batches in flight finish; their completions are consumed here so send never blocks.
+	go func() { b.flights.Wait(); close(b.completions) }()
+	for range b.completions {
+	}
+}

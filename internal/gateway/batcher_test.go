@@ -1,0 +1,280 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// newTestGateway returns a gateway serving model "m" with the given policy over backend fb,
+// with the given instances (addresses "a0", "a1", ...).
+func newTestGateway(t *testing.T, fb *fakeBackend, pol *fixedPolicy, threshold time.Duration, limit int, instances int) *Gateway {
+	t.Helper()
+	g, err := New(Options{Backend: fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: threshold, Target: 0.98}, Policy: pol, QueueLimit: limit}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range instances {
+		if err := g.AddInstance(context.Background(), "m", Instance{ID: fmt.Sprintf("i%d", i), Addr: fmt.Sprintf("a%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
+// answer is what one client saw, with the virtual time it took.
+type answer struct {
+	ID      string
+	Latency time.Duration
+	Err     string
+	Batch   int
+}
+
+// fire submits n requests at the current virtual instant and returns a function that waits for
+// all answers, in submission order.
+func fire(g *Gateway, n int, extra string) func() []answer {
+	out := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			id := fmt.Sprintf("r%d", i)
+			resp, err := g.Infer(context.Background(), "m", body(id, 1, extra))
+			a := answer{ID: id, Latency: time.Since(start), Batch: resp.BatchSize}
+			if err != nil {
+				a.Err = err.Error()
+				a.Batch = 0
+			}
+			out[i] = a
+		}()
+		synctest.Wait() // arrivals in order
+	}
+	return func() []answer { wg.Wait(); return out }
+}
+
+func TestBatcherTiming(t *testing.T) {
+	service := func(n int) time.Duration { return 5*time.Millisecond + time.Duration(n)*time.Millisecond }
+	tests := []struct {
+		name      string
+		max       int
+		wait      time.Duration
+		threshold time.Duration
+		instances int
+		n         int
+		extra     string
+		want      []answer
+	}{
+		{
+			name: "lone request waits the full window", max: 4, wait: 10 * time.Millisecond,
+			threshold: time.Second, instances: 1, n: 1,
+			want: []answer{{ID: "r0", Latency: 16 * time.Millisecond, Batch: 1}},
+		},
+		{
+			name: "full batch leaves at once", max: 2, wait: 10 * time.Millisecond,
+			threshold: time.Second, instances: 1, n: 2,
+			want: []answer{{ID: "r0", Latency: 7 * time.Millisecond, Batch: 2}, {ID: "r1", Latency: 7 * time.Millisecond, Batch: 2}},
+		},
+		{
+			name: "third request queues behind the busy instance", max: 2, wait: 10 * time.Millisecond,
+			threshold: time.Second, instances: 1, n: 3,
+			// r0,r1 dispatched at 0 (done at 7ms); r2's window ends at 10ms, slot free: 10+6.
+			want: []answer{{ID: "r0", Latency: 7 * time.Millisecond, Batch: 2}, {ID: "r1", Latency: 7 * time.Millisecond, Batch: 2},
+				{ID: "r2", Latency: 16 * time.Millisecond, Batch: 1}},
+		},
+		{
+			name: "two instances take two batches at once", max: 1, wait: 0,
+			threshold: time.Second, instances: 2, n: 3,
+			want: []answer{{ID: "r0", Latency: 6 * time.Millisecond, Batch: 1}, {ID: "r1", Latency: 6 * time.Millisecond, Batch: 1},
+				{ID: "r2", Latency: 12 * time.Millisecond, Batch: 1}},
+		},
+		{
+			name: "no instance: 504 exactly at the SLO deadline", max: 4, wait: time.Millisecond,
+			threshold: 200 * time.Millisecond, instances: 0, n: 1,
+			want: []answer{{ID: "r0", Latency: 200 * time.Millisecond, Err: "deadline exceeded before dispatch: waited 200ms"}},
+		},
+		{
+			name: "parameters.timeout overrides the SLO deadline", max: 4, wait: time.Millisecond,
+			threshold: 200 * time.Millisecond, instances: 0, n: 1, extra: `"parameters":{"timeout":3000},`,
+			want: []answer{{ID: "r0", Latency: 3 * time.Millisecond, Err: "deadline exceeded before dispatch: waited 3ms"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fb := &fakeBackend{service: service}
+				pol := &fixedPolicy{max: tc.max, wait: tc.wait}
+				g := newTestGateway(t, fb, pol, tc.threshold, 16, tc.instances)
+				got := fire(g, tc.n, tc.extra)()
+				if diff := diff(tc.want, got); diff != "" {
+					t.Errorf("answers (-want +got):\n%s", diff)
+				}
+				if _, err := g.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+func TestBatcherObservesOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(n int) time.Duration { return 4 * time.Millisecond }}
+		pol := &fixedPolicy{max: 3, wait: 2 * time.Millisecond}
+		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
+		t0 := time.Now()
+		fire(g, 3, "")()
+		synctest.Wait()
+		if _, err := g.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []struct {
+			Size                  int
+			Dispatched, Completed time.Duration
+		}{{3, 0, 4 * time.Millisecond}}
+		var got []struct {
+			Size                  int
+			Dispatched, Completed time.Duration
+		}
+		for _, o := range pol.observed {
+			got = append(got, struct {
+				Size                  int
+				Dispatched, Completed time.Duration
+			}{o.Size, o.Dispatched.Sub(t0), o.Completed.Sub(t0)})
+		}
+		if diff := diff(want, got); diff != "" {
+			t.Errorf("observed outcomes (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestQueueFullRejects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{}
+		pol := &fixedPolicy{max: 8, wait: 50 * time.Millisecond}
+		g := newTestGateway(t, fb, pol, time.Second, 2, 1)
+		got := fire(g, 3, "")()
+		want := []answer{
+			{ID: "r0", Latency: 51 * time.Millisecond, Batch: 2},
+			{ID: "r1", Latency: 51 * time.Millisecond, Batch: 2},
+			{ID: "r2", Latency: 0, Err: ErrQueueFull.Error()},
+		}
+		if diff := diff(want, got); diff != "" {
+			t.Errorf("answers (-want +got):\n%s", diff)
+		}
+		g.Close(context.Background())
+	})
+}
+
+func TestCloseFailsPendingAndDrainsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 30 * time.Millisecond }}
+		pol := &fixedPolicy{max: 1, wait: 0}
+		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
+		wait := fire(g, 3, "") // r0 in flight, r1 and r2 waiting
+		start := time.Now()
+		failed, err := g.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed != 2 {
+			t.Errorf("Close failed %d pending requests, want 2", failed)
+		}
+		if d := time.Since(start); d != 30*time.Millisecond {
+			t.Errorf("Close took %v, want 30ms (the batch in flight)", d)
+		}
+		got := wait()
+		want := []answer{
+			{ID: "r0", Latency: 30 * time.Millisecond, Batch: 1},
+			{ID: "r1", Err: ErrShuttingDown.Error()},
+			{ID: "r2", Err: ErrShuttingDown.Error()},
+		}
+		if diff := diff(want, got); diff != "" {
+			t.Errorf("answers (-want +got):\n%s", diff)
+		}
+		if _, err := g.Infer(context.Background(), "m", body("late", 1, "")); !errors.Is(err, ErrShuttingDown) {
+			t.Errorf("Infer after Close: got %v, want ErrShuttingDown", err)
+		}
+	})
+}
+
+func TestRemoveInstanceDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
+		pol := &fixedPolicy{max: 1, wait: 0}
+		g := newTestGateway(t, fb, pol, time.Second, 16, 2)
+		wait := fire(g, 2, "") // one batch on each instance
+		start := time.Now()
+		if err := g.RemoveInstance(context.Background(), "m", "i0"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Errorf("RemoveInstance took %v, want 10ms (its batch in flight)", d)
+		}
+		ids, _ := g.Instances("m")
+		if diff := diff([]string{"i1"}, ids); diff != "" {
+			t.Errorf("instances (-want +got):\n%s", diff)
+		}
+		for _, a := range wait() {
+			if a.Err != "" {
+				t.Errorf("request %s failed during drain: %s", a.ID, a.Err)
+			}
+		}
+		// Later requests go to the remaining instance only.
+		fire(g, 2, "")()
+		if got := fb.sizes("a0"); len(got) != 1 {
+			t.Errorf("drained instance got %d batches, want 1", len(got))
+		}
+		if err := g.RemoveInstance(context.Background(), "m", "nope"); err == nil {
+			t.Error("RemoveInstance of an unknown id: got nil error")
+		}
+		g.Close(context.Background())
+	})
+}
+
+func TestAddInstanceLate(t *testing.T) {
+	// A request waiting with no instance is served as soon as one is added.
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 5 * time.Millisecond }}
+		pol := &fixedPolicy{max: 1}
+		g := newTestGateway(t, fb, pol, time.Second, 16, 0)
+		wait := fire(g, 1, "")
+		time.Sleep(20 * time.Millisecond)
+		if err := g.AddInstance(context.Background(), "m", Instance{ID: "late", Addr: "late"}); err != nil {
+			t.Fatal(err)
+		}
+		want := []answer{{ID: "r0", Latency: 25 * time.Millisecond, Batch: 1}}
+		if diff := diff(want, wait()); diff != "" {
+			t.Errorf("answers (-want +got):\n%s", diff)
+		}
+		g.Close(context.Background())
+	})
+}
+
+func TestBackendErrorAnswersEveryRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{err: &BackendError{Status: 500, Msg: "boom"}}
+		pol := &fixedPolicy{max: 2, wait: time.Millisecond}
+		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
+		got := fire(g, 2, "")()
+		for _, a := range got {
+			if a.Err != "backend status 500: boom" {
+				t.Errorf("request %s: got error %q, want the backend's", a.ID, a.Err)
+			}
+		}
+		g.Close(context.Background())
+		if len(pol.observed) != 1 || !pol.observed[0].Failed {
+			t.Errorf("policy observed %+v, want one failed batch", pol.observed)
+		}
+	})
+}

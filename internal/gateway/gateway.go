@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// Options are the gateway's dependencies; a nil field means a safe default.
+type Options struct {
+	// Logger receives lifecycle events; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Backend sends batches to instances; nil means NewHTTPBackend().
+	Backend Backend
+	// Picker chooses the instance for each batch; nil means LeastOutstanding.
+	Picker Picker
+	// BackendTimeout bounds one batch's round trip to an instance; 0 means 30 s.
+	BackendTimeout time.Duration
+}
+
+// Model is one model the gateway serves.
+type Model struct {
+	// Name is the model name in OIP paths (/v2/models/{name}/infer).
+	Name string
+	// SLO gives each request its deadline: arrival + SLO.Threshold.
+	SLO slo.Spec
+	// Policy decides when the model's queue dispatches; the gateway's batcher owns it from now on.
+	Policy batching.Policy
+	// QueueLimit is the largest number of requests waiting for dispatch; beyond it requests are
+	// refused with 429. 0 means DefaultQueueLimit.
+	QueueLimit int
+	// Inputs is the model's input schema used to refuse bad requests before queueing them;
+	// nil means learn it from the first instance's model metadata.
+	Inputs []TensorSpec
+}
+
+// DefaultQueueLimit is the default bound, in requests, of a model's queue.
+const DefaultQueueLimit = 1024
+
+// Instance is one backend the gateway can send a model's batches to.
+type Instance struct {
+	// ID identifies the instance (the provider's instance id).
+	ID string
+	// Addr is the base URL of the instance's OIP v2 endpoint, e.g. "http://127.0.0.1:9001".
+	Addr string
+	// Slots is the number of batches the instance takes at once; 0 means 1.
+	Slots int
+}
+
+// Response is the gateway's answer to one request.
+type Response struct {
+	// Body is the OIP v2 response body.
+	Body []byte
+	// ServiceTime is the worker's compute time for the batch the request was part of.
+	ServiceTime time.Duration
+	// BatchSize is the number of requests in that batch.
+	BatchSize int
+}
+
+// Gateway routes inference requests to per-model batchers. It is safe for concurrent use.
+type Gateway struct {
+	log     *slog.Logger
+	backend Backend
+	picker  Picker
+	timeout time.Duration
+	metrics *metrics
+
+	mu       sync.Mutex // serialises AddModel and Close
+	batchers atomic.Pointer[map[string]*batcher]
+	closed   atomic.Bool
+	start    time.Time
+}
+
+// New returns a Gateway with no models.
+func New(opts Options) (*Gateway, error) {
+	g := &Gateway{log: opts.Logger, backend: opts.Backend, picker: opts.Picker, timeout: opts.BackendTimeout, start: time.Now()}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.backend == nil {
+		g.backend = NewHTTPBackend()
+	}
+	if g.picker == nil {
+		g.picker = PickerFunc(LeastOutstanding)
+	}
+	if g.timeout <= 0 {
+		g.timeout = 30 * time.Second
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("register gateway metrics: %w", err)
+	}
+	g.metrics = m
+	empty := map[string]*batcher{}
+	g.batchers.Store(&empty)
+	return g, nil
+}
+
+// AddModel starts serving a model: it validates m and starts the model's batcher goroutine.
+func (g *Gateway) AddModel(m Model) error {
+	if m.Name == "" {
+		return fmt.Errorf("add model: name must not be empty")
+	}
+	if err := m.SLO.Validate(); err != nil {
+		return fmt.Errorf("add model %s: %w", m.Name, err)
+	}
+	if m.Policy == nil {
+		return fmt.Errorf("add model %s: policy must not be nil", m.Name)
+	}
+	if m.QueueLimit < 0 {
+		return fmt.Errorf("add model %s: queue limit must be ≥ 0, got %d", m.Name, m.QueueLimit)
+	}
+	if m.QueueLimit == 0 {
+		m.QueueLimit = DefaultQueueLimit
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed.Load() {
+		return ErrShuttingDown
+	}
+	old := *g.batchers.Load()
+	if _, ok := old[m.Name]; ok {
+		return fmt.Errorf("add model %s: already served", m.Name)
+	}
+	b := newBatcher(g, m)
+	next := make(map[string]*batcher, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[m.Name] = b
+	g.batchers.Store(&next)
+	go b.run()
+	g.log.Info("model added", "model", m.Name, "slo", m.SLO.Threshold, "queue_limit", m.QueueLimit)
+	return nil
+}
+
+// Models returns the names of the served models.
+func (g *Gateway) Models() []string {
+	bs := *g.batchers.Load()
+	names := make([]string, 0, len(bs))
+	for n := range bs {
+		names = append(names, n)
+	}
+	return names
+}
+
+func (g *Gateway) batcher(model string) (*batcher, error) {
+	b, ok := (*g.batchers.Load())[model]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrModelNotFound, model)
+	}
+	return b, nil
+}
+
+// AddInstance makes an instance available to a model's batches. When the model has no input
+// schema yet, it is learnt from the instance's model metadata first.
+func (g *Gateway) AddInstance(ctx context.Context, model string, in Instance) error {
+	b, err := g.batcher(model)
+	if err != nil {
+		return err
+	}
+	if in.ID == "" || in.Addr == "" {
+		return fmt.Errorf("add instance to %s: id and addr must not be empty", model)
+	}
+	if in.Slots <= 0 {
+		in.Slots = 1
+	}
+	if b.schema.Load() == nil {
+		md, err := g.backend.Metadata(ctx, in.Addr, model)
+		if err != nil {
+			g.log.Warn("model metadata unavailable; requests are validated by the instance", "model", model, "instance", in.ID, "err", err)
+		} else if len(md.Inputs) > 0 {
+			in := md.Inputs
+			b.schema.CompareAndSwap(nil, &in)
+		}
+	}
+	errc := make(chan error, 1)
+	if !b.control(func(now time.Time) { errc <- b.addInstance(in) }) {
+		return ErrShuttingDown
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	g.log.Info("instance added", "model", model, "instance", in.ID, "addr", in.Addr, "slots", in.Slots)
+	return nil
+}
+
+// RemoveInstance stops sending new batches to an instance and returns once its batches in
+// flight have completed (drain), or when ctx is done. Waiting requests stay queued for the
+// model's other instances.
+func (g *Gateway) RemoveInstance(ctx context.Context, model, id string) error {
+	b, err := g.batcher(model)
+	if err != nil {
+		return err
+	}
+	res := make(chan chan struct{}, 1)
+	errc := make(chan error, 1)
+	if !b.control(func(now time.Time) {
+		drained, err := b.drainInstance(id)
+		errc <- err
+		res <- drained
+	}) {
+		return ErrShuttingDown
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	drained := <-res
+	select {
+	case <-drained:
+		g.log.Info("instance removed", "model", model, "instance", id)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("drain instance %s: %w", id, ctx.Err())
+	}
+}
+
+// Instances returns the ids of a model's instances that take new batches.
+func (g *Gateway) Instances(model string) ([]string, error) {
+	b, err := g.batcher(model)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(chan []string, 1)
+	if !b.control(func(now time.Time) {
+		var out []string
+		for _, in := range b.insts {
+			if !in.draining {
+				out = append(out, in.ID)
+			}
+		}
+		ids <- out
+	}) {
+		return nil, ErrShuttingDown
+	}
+	return <-ids, nil
+}
+
+// Infer queues one request body for model and waits for its answer. The returned error is one
+// of the package's sentinel errors (or wraps one, or is a *BackendError); classify maps it to
+// an HTTP status.
+func (g *Gateway) Infer(ctx context.Context, model string, body []byte) (Response, error) {
+	b, err := g.batcher(model)
+	if err != nil {
+		return Response{}, err
+	}
+	var schema []TensorSpec
+	if s := b.schema.Load(); s != nil {
+		schema = *s
+	}
+	req, err := ParseRequest(body, schema)
+	if err != nil {
+		return Response{}, err
+	}
+	return b.submit(ctx, req)
+}
+
+// Close fails every waiting request with ErrShuttingDown, waits until batches in flight have
+// completed (or ctx is done, which cancels them) and stops the batchers. It returns the number
+// of waiting requests that were failed.
+func (g *Gateway) Close(ctx context.Context) (int, error) {
+	g.mu.Lock()
+	g.closed.Store(true)
+	bs := *g.batchers.Load()
+	g.mu.Unlock()
+	failed := 0
+	for _, b := range bs {
+		failed += b.stop(ctx)
+	}
+	g.log.Info("gateway closed", "failed_pending", failed)
+	return failed, ctx.Err()
+}
