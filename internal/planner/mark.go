@@ -1,0 +1,386 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Named defaults of the MArk planner (MArk §4.2–§4.3 and mark-constants.json).
+const (
+	// DefaultLookahead is τ: "assuming most instances can get ready in τ time units after
+	// launching, we use the predicted load at t_0 + τ as the provisioning target … τ is set to
+	// 5 minutes" (§4.3).
+	DefaultLookahead = 5 * time.Minute
+	// DefaultHeadroom multiplies the forecast before it is covered: the original scheduler plans
+	// for 1.2× the predicted maximum (Times_headroom in mark-constants.json).
+	DefaultHeadroom = 1.2
+	// DefaultLaunchOverhead is the launch period billed as O_i when a type gives no launch delay:
+	// the original charges price_per_s × 180 s (launch_overhead_cost in mark-constants.json).
+	DefaultLaunchOverhead = 180 * time.Second
+	// DefaultCoolDown is how long an instance must stay surplus before it is destroyed: six
+	// one-minute plans (scale_in_hysteresis_plans in mark-constants.json; §4.3 "destroying
+	// requests … should be sent after a predefined cool-down period").
+	DefaultCoolDown = 6 * time.Minute
+	// DefaultMaxInstances bounds a plan so that a runaway forecast cannot launch without limit.
+	DefaultMaxInstances = 1000
+)
+
+// InstanceType is the planner's view of one catalog entry after batching has been tuned for it
+// (MArk §4.3: "we can simply treat the target instance as a black box with processing rate μ*").
+// The owner of the catalog (internal/cost) and the batching rule fill it in.
+type InstanceType struct {
+	// Name is the catalog name (e.g. "c5.large", "p2.xlarge-spot").
+	Name string
+	// PricePerHour is P_i in US dollars per hour (the spot price for spot types).
+	PricePerHour float64
+	// Spot marks an interruptible type.
+	Spot bool
+	// LaunchDelay is how long an instance takes from launch to ready; P_i × LaunchDelay is the
+	// launch overhead O_i. Zero means DefaultLaunchOverhead.
+	LaunchDelay time.Duration
+	// Capacity is μ*, the sustained rate one instance serves within the SLO, in requests/s.
+	Capacity float64
+	// Feasible reports whether the type can meet the SLO at all (T_1 ≤ RT_max); Alg. 1 removes
+	// the others from the candidate set.
+	Feasible bool
+	// MaxBatch and MaxWait are the batching configuration (N_batch, W_batch) the instance is
+	// launched with; zero means the runtime's default.
+	MaxBatch int
+	MaxWait  time.Duration
+}
+
+// overhead returns O_i in dollars.
+func (t InstanceType) overhead() float64 {
+	d := t.LaunchDelay
+	if d <= 0 {
+		d = DefaultLaunchOverhead
+	}
+	return t.PricePerHour * d.Hours()
+}
+
+// Running is one instance of the current fleet (launching or ready) as the planner sees it.
+type Running struct {
+	// ID is the provider's instance id.
+	ID string
+	// Type is the catalog name of its type.
+	Type string
+	// Ready reports whether it serves traffic already; Launched is when it was launched.
+	Ready    bool
+	Launched time.Time
+}
+
+// Forecast is the predicted maximum request rate per step (the forecaster's output).
+type Forecast struct {
+	// Start is the beginning of step 0; Step is the length of a step (P_u).
+	Start time.Time
+	Step  time.Duration
+	// Rates holds the predicted maximum arrival rate of each step, in requests/s.
+	Rates []float64
+}
+
+// MarkConfig configures the MArk planner.
+type MarkConfig struct {
+	// Lookahead is τ: steps that end before now+τ are not planned for (new instances could not
+	// be ready for them; the serverless tier covers them).
+	Lookahead time.Duration
+	// Headroom multiplies every forecast rate before it is covered (≥ 1).
+	Headroom float64
+	// CoolDown is how long a running instance must be surplus before Mark.Step terminates it.
+	CoolDown time.Duration
+	// MaxInstances bounds the number of instances in a plan.
+	MaxInstances int
+}
+
+// DefaultMarkConfig returns τ = 5 min, headroom 1.2, cool-down 6 min, at most 1000 instances.
+func DefaultMarkConfig() MarkConfig {
+	return MarkConfig{Lookahead: DefaultLookahead, Headroom: DefaultHeadroom, CoolDown: DefaultCoolDown, MaxInstances: DefaultMaxInstances}
+}
+
+// Validate reports the first field that is out of range.
+func (c MarkConfig) Validate() error {
+	switch {
+	case c.Lookahead < 0:
+		return fmt.Errorf("mark.lookahead: must be >= 0, got %v", c.Lookahead)
+	case !(c.Headroom >= 1) || math.IsInf(c.Headroom, 1):
+		return fmt.Errorf("mark.headroom: must be a finite factor >= 1, got %v", c.Headroom)
+	case c.CoolDown < 0:
+		return fmt.Errorf("mark.cool_down: must be >= 0, got %v", c.CoolDown)
+	case c.MaxInstances <= 0:
+		return fmt.Errorf("mark.max_instances: must be > 0, got %d", c.MaxInstances)
+	}
+	return nil
+}
+
+// Plan is the planner's decision at one instant.
+type Plan struct {
+	// Launch lists the types to launch now, one entry per instance.
+	Launch []string
+	// Keep lists the ids of running instances in the plan.
+	Keep []string
+	// Surplus lists the ids of running instances not in the plan (Alg. 1's "destroy" set before
+	// the cool-down).
+	Surplus []string
+	// Terminate lists the ids to terminate now: surplus for at least the cool-down (set by
+	// Mark.Step; Schedule leaves it empty).
+	Terminate []string
+	// Capacity is the planned capacity (kept + launched), in requests/s.
+	Capacity float64
+	// Target is the largest headroomed forecast rate the plan covers, in requests/s.
+	Target float64
+	// Cost is the plan's cost over the planning window: P_i × window for every instance plus
+	// O_i for every launched one, in US dollars.
+	Cost float64
+	// Reasons explains the choices, one line per greedy pick or rule.
+	Reasons []string
+}
+
+// Errors the planner reports.
+var (
+	// ErrNoFeasibleType means no instance type (and no running instance) can meet the SLO.
+	ErrNoFeasibleType = errors.New("no instance type can meet the SLO")
+	// ErrTooManyInstances means covering the forecast needs more than MaxInstances instances.
+	ErrTooManyInstances = errors.New("plan exceeds max instances")
+)
+
+// candidate is one member of Alg. 1's set S: a type, either as a running instance (zero launch
+// overhead, limited count) or as a new launch.
+type candidate struct {
+	typ     InstanceType
+	running bool
+	left    []string // unused running ids of this type (when running)
+}
+
+// Schedule is MArk's Algorithm 1 (§4.3). Running instances join the candidate set with zero
+// launch overhead; candidates that cannot meet the SLO are removed; then FILL repeats: find the
+// first step τ' ≥ τ whose headroomed forecast exceeds the planned capacity, the largest e such
+// that every step in [τ', e] is short, and add the candidate with the lowest cost per request
+//
+//	cost_i = (O_i + (e − τ' + 1)·P_i) / N_i,  N_i = Σ_{t=τ'}^{e} min(Λ_t, C_i)·P_u
+//
+// (O_i = 0 for running instances), until no step is short. Alg. 1 writes (e − τ)P_i; the
+// inclusive count makes a one-step gap cost one step of rent rather than none, which otherwise
+// lets a running instance and a new one tie at zero rent.
+//
+// Where the paper is silent, two rules make the greedy safe: types with zero capacity are never
+// candidates, and the result is compared with the cheapest single-type cover (n = ⌈target/C_i⌉
+// instances of one type, reusing running ones) and replaced by it when that is cheaper — the
+// greedy's per-request choice can overshoot with a large instance and pay a second one for the
+// remainder, and a production planner should never be beaten by the trivial plan.
+//
+// Schedule is pure; Terminate is left empty (the cool-down is Mark's job).
+func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig, now time.Time) (Plan, error) {
+	if err := c.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if f.Step <= 0 || len(f.Rates) == 0 {
+		return Plan{}, fmt.Errorf("schedule: forecast needs a positive step and at least one rate (step %v, %d rates)", f.Step, len(f.Rates))
+	}
+	byName := make(map[string]InstanceType, len(types))
+	for _, t := range types {
+		byName[t.Name] = t
+	}
+	// Running instances grouped by type, ready ones first, oldest first.
+	rs := append([]Running(nil), running...)
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Ready != rs[j].Ready {
+			return rs[i].Ready
+		}
+		return rs[i].Launched.Before(rs[j].Launched)
+	})
+	var plan Plan
+	runIDs := map[string][]string{}
+	for _, r := range rs {
+		t, ok := byName[r.Type]
+		if !ok || !usable(t) {
+			plan.Surplus = append(plan.Surplus, r.ID)
+			reason := "unknown type"
+			if ok {
+				reason = "cannot meet the SLO"
+			}
+			plan.Reasons = append(plan.Reasons, fmt.Sprintf("drop %s (%s): %s", r.ID, r.Type, reason))
+			continue
+		}
+		runIDs[r.Type] = append(runIDs[r.Type], r.ID)
+	}
+	var cands []*candidate
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := byName[n]
+		if !usable(t) {
+			continue
+		}
+		if ids := runIDs[n]; len(ids) > 0 {
+			cands = append(cands, &candidate{typ: t, running: true, left: ids})
+		}
+		cands = append(cands, &candidate{typ: t})
+	}
+	if len(cands) == 0 {
+		return Plan{}, ErrNoFeasibleType
+	}
+
+	// The planning window: steps from the one containing now+τ to the end.
+	first := int(now.Add(c.Lookahead).Sub(f.Start) / f.Step)
+	if first < 0 {
+		first = 0
+	}
+	if first > len(f.Rates)-1 {
+		first = len(f.Rates) - 1
+	}
+	target := make([]float64, len(f.Rates)-first)
+	for i := range target {
+		v := f.Rates[first+i]
+		if !(v > 0) || math.IsNaN(v) {
+			v = 0
+		}
+		target[i] = v * c.Headroom
+		plan.Target = math.Max(plan.Target, target[i])
+	}
+	windowH := f.Step.Hours() * float64(len(target))
+	stepH, stepS := f.Step.Hours(), f.Step.Seconds()
+
+	// FILL, iteratively.
+	var chosen []*candidate // one entry per planned instance (running ones carry their id)
+	var keep []string
+	capSum := 0.0
+	for {
+		lo := -1
+		for t, v := range target {
+			if v-capSum > 1e-9 {
+				lo = t
+				break
+			}
+		}
+		if lo < 0 {
+			break
+		}
+		hi := lo
+		for hi+1 < len(target) && target[hi+1]-capSum > 1e-9 {
+			hi++
+		}
+		if len(chosen) >= c.MaxInstances {
+			return Plan{}, fmt.Errorf("%w: %d instances cover %.1f of %.1f req/s", ErrTooManyInstances, len(chosen), capSum, plan.Target)
+		}
+		var best *candidate
+		bestCost := math.Inf(1)
+		for _, cd := range cands {
+			if cd.running && len(cd.left) == 0 {
+				continue
+			}
+			var n float64
+			for t := lo; t <= hi; t++ {
+				n += math.Min(target[t]-capSum, cd.typ.Capacity) * stepS
+			}
+			o := 0.0
+			if !cd.running {
+				o = cd.typ.overhead()
+			}
+			cost := (o + float64(hi-lo+1)*stepH*cd.typ.PricePerHour) / n
+			if cost < bestCost || (cost == bestCost && cd.running && !best.running) {
+				best, bestCost = cd, cost
+			}
+		}
+		if best == nil {
+			return Plan{}, fmt.Errorf("%w: no candidate can serve the gap at steps %d–%d", ErrNoFeasibleType, first+lo, first+hi)
+		}
+		capSum += best.typ.Capacity
+		chosen = append(chosen, best)
+		if best.running {
+			id := best.left[0]
+			best.left = best.left[1:]
+			keep = append(keep, id)
+			plan.Reasons = append(plan.Reasons, fmt.Sprintf("keep %s (%s): $%.2g/req over steps %d–%d", id, best.typ.Name, bestCost, first+lo, first+hi))
+		} else {
+			plan.Launch = append(plan.Launch, best.typ.Name)
+			plan.Reasons = append(plan.Reasons, fmt.Sprintf("launch %s: $%.2g/req over steps %d–%d", best.typ.Name, bestCost, first+lo, first+hi))
+		}
+	}
+	plan.Keep = keep
+	plan.Capacity = capSum
+	plan.Cost = planCost(chosen, windowH)
+
+	// Compare with the cheapest single-type cover.
+	if st, cost, ok := cheapestSingleType(cands, runIDs, plan.Target, windowH, c.MaxInstances); ok && cost < plan.Cost-1e-12 {
+		plan.Launch, plan.Keep, plan.Capacity, plan.Cost = nil, nil, 0, cost
+		n := 0
+		if plan.Target > 0 {
+			n = int(math.Ceil(plan.Target/st.typ.Capacity - 1e-9))
+		}
+		ids := runIDs[st.typ.Name]
+		for i := range n {
+			if i < len(ids) {
+				plan.Keep = append(plan.Keep, ids[i])
+			} else {
+				plan.Launch = append(plan.Launch, st.typ.Name)
+			}
+			plan.Capacity += st.typ.Capacity
+		}
+		plan.Reasons = append(plan.Reasons, fmt.Sprintf("single-type cover with %d × %s ($%.4g) beats the greedy plan", n, st.typ.Name, cost))
+	}
+	kept := make(map[string]bool, len(plan.Keep))
+	for _, id := range plan.Keep {
+		kept[id] = true
+	}
+	for _, t := range names {
+		for _, id := range runIDs[t] {
+			if !kept[id] {
+				plan.Surplus = append(plan.Surplus, id)
+			}
+		}
+	}
+	return plan, nil
+}
+
+// usable reports whether a type can be a candidate.
+func usable(t InstanceType) bool {
+	return t.Feasible && t.Capacity > 0 && !math.IsInf(t.Capacity, 0) && t.PricePerHour >= 0 && !math.IsNaN(t.PricePerHour)
+}
+
+// planCost is Σ P_i × window + O_i for launched instances.
+func planCost(chosen []*candidate, windowH float64) float64 {
+	var c float64
+	for _, cd := range chosen {
+		c += cd.typ.PricePerHour * windowH
+		if !cd.running {
+			c += cd.typ.overhead()
+		}
+	}
+	return c
+}
+
+// SingleTypeCost is the cost over windowH hours of covering target (requests/s) with instances
+// of type t alone, reusing up to running of them at no launch overhead; it returns the number of
+// instances too.
+func SingleTypeCost(t InstanceType, running int, target, windowH float64) (n int, cost float64) {
+	if target > 0 {
+		n = int(math.Ceil(target/t.Capacity - 1e-9))
+	}
+	reused := min(n, running)
+	return n, float64(n)*t.PricePerHour*windowH + float64(n-reused)*t.overhead()
+}
+
+// cheapestSingleType returns the type whose single-type cover is cheapest; runIDs holds the
+// running instances of each type.
+func cheapestSingleType(cands []*candidate, runIDs map[string][]string, target, windowH float64, maxN int) (*candidate, float64, bool) {
+	var best *candidate
+	bestCost := math.Inf(1)
+	for _, cd := range cands {
+		if cd.running {
+			continue
+		}
+		n, cost := SingleTypeCost(cd.typ, len(runIDs[cd.typ.Name]), target, windowH)
+		if n > maxN {
+			continue
+		}
+		if cost < bestCost {
+			best, bestCost = cd, cost
+		}
+	}
+	return best, bestCost, best != nil
+}

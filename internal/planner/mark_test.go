@@ -1,0 +1,352 @@
+package planner
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 5, 25, 0, 0, 0, 0, time.UTC)
+
+// catalog is a small MArk-like catalog: capacities from mark-constants.json (tf, r/min ÷ 60).
+func catalog() []InstanceType {
+	return []InstanceType{
+		{Name: "c5.large", PricePerHour: 0.085, Capacity: 284.0 / 60, Feasible: true, LaunchDelay: 3 * time.Minute},
+		{Name: "c5.xlarge", PricePerHour: 0.17, Capacity: 490.0 / 60, Feasible: true, LaunchDelay: 3 * time.Minute},
+		{Name: "c5.4xlarge", PricePerHour: 0.68, Capacity: 1080.0 / 60, Feasible: true, LaunchDelay: 3 * time.Minute},
+		{Name: "p2.xlarge", PricePerHour: 0.90, Capacity: 3320.0 / 60, Feasible: true, LaunchDelay: 3 * time.Minute},
+		{Name: "m4.slow", PricePerHour: 0.01, Capacity: 100, Feasible: false},
+	}
+}
+
+func flatForecast(rate float64, steps int) Forecast {
+	r := make([]float64, steps)
+	for i := range r {
+		r[i] = rate
+	}
+	return Forecast{Start: t0, Step: time.Minute, Rates: r}
+}
+
+func count(names []string) map[string]int {
+	m := map[string]int{}
+	for _, n := range names {
+		m[n]++
+	}
+	return m
+}
+
+func TestSchedule(t *testing.T) {
+	cfg := DefaultMarkConfig()
+	cfg.Headroom = 1
+	tests := []struct {
+		name       string
+		types      []InstanceType
+		running    []Running
+		forecast   Forecast
+		wantLaunch map[string]int
+		wantKeep   []string
+		wantSurp   []string
+		wantErr    error
+	}{
+		{
+			name:       "no load launches nothing",
+			types:      catalog(),
+			forecast:   flatForecast(0, 60),
+			wantLaunch: map[string]int{},
+		},
+		{
+			name:       "small load picks the cheapest per request (c5.large)",
+			types:      catalog(),
+			forecast:   flatForecast(4, 60),
+			wantLaunch: map[string]int{"c5.large": 1},
+		},
+		{
+			name:       "large steady load picks the GPU",
+			types:      catalog(),
+			forecast:   flatForecast(100, 60),
+			wantLaunch: map[string]int{"p2.xlarge": 1, "c5.large": 10},
+		},
+		{
+			name:     "running instances are reused before launching",
+			types:    catalog(),
+			running:  []Running{{ID: "a", Type: "c5.large", Ready: true}, {ID: "b", Type: "c5.large", Ready: true}},
+			forecast: flatForecast(8, 60),
+			wantKeep: []string{"a", "b"},
+		},
+		{
+			name:       "surplus running instances are released",
+			types:      catalog(),
+			running:    []Running{{ID: "a", Type: "c5.large", Ready: true}, {ID: "b", Type: "c5.large", Ready: true, Launched: t0.Add(time.Second)}},
+			forecast:   flatForecast(3, 60),
+			wantKeep:   []string{"a"},
+			wantSurp:   []string{"b"},
+			wantLaunch: map[string]int{},
+		},
+		{
+			name:       "running instance of an infeasible type is dropped",
+			types:      catalog(),
+			running:    []Running{{ID: "slow", Type: "m4.slow", Ready: true}},
+			forecast:   flatForecast(4, 60),
+			wantLaunch: map[string]int{"c5.large": 1},
+			wantSurp:   []string{"slow"},
+		},
+		{
+			name:       "steps before τ are not planned for",
+			types:      catalog(),
+			forecast:   Forecast{Start: t0, Step: time.Minute, Rates: append([]float64{500, 500, 500, 500, 500}, make([]float64, 55)...)},
+			wantLaunch: map[string]int{},
+		},
+		{
+			name:     "no feasible type",
+			types:    []InstanceType{{Name: "slow", PricePerHour: 1, Capacity: 10}},
+			forecast: flatForecast(4, 60),
+			wantErr:  ErrNoFeasibleType,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Schedule(tc.types, tc.running, tc.forecast, cfg, t0)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("error = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantLaunch != nil {
+				if got := count(p.Launch); !mapsEqual(got, tc.wantLaunch) {
+					t.Errorf("Launch (-want +got):\n-%v\n+%v\nreasons: %s", tc.wantLaunch, got, strings.Join(p.Reasons, "; "))
+				}
+			}
+			if tc.wantKeep != nil && !slices.Equal(p.Keep, tc.wantKeep) {
+				t.Errorf("Keep (-want +got):\n-%v\n+%v", tc.wantKeep, p.Keep)
+			}
+			if !slices.Equal(p.Surplus, tc.wantSurp) {
+				t.Errorf("Surplus (-want +got):\n-%v\n+%v", tc.wantSurp, p.Surplus)
+			}
+		})
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestScheduleGreedyOvershootFallsBackToSingleType(t *testing.T) {
+	// B is cheaper per request at full use, but covering 20 req/s with one B leaves 5 for an A:
+	// two A's are cheaper than B + A.
+	types := []InstanceType{
+		{Name: "A", PricePerHour: 1, Capacity: 10, Feasible: true, LaunchDelay: time.Nanosecond},
+		{Name: "B", PricePerHour: 1.4, Capacity: 15, Feasible: true, LaunchDelay: time.Nanosecond},
+	}
+	cfg := DefaultMarkConfig()
+	cfg.Headroom = 1
+	p, err := Schedule(types, nil, flatForecast(20, 60), cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := count(p.Launch), map[string]int{"A": 2}; !mapsEqual(got, want) {
+		t.Errorf("Launch (-want +got):\n-%v\n+%v\nreasons: %s", want, got, strings.Join(p.Reasons, "; "))
+	}
+}
+
+func TestMarkCoolDown(t *testing.T) {
+	cfg := DefaultMarkConfig()
+	cfg.Headroom, cfg.CoolDown = 1, 3*time.Minute
+	m, err := NewMark(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := []Running{{ID: "a", Type: "c5.large", Ready: true}, {ID: "b", Type: "c5.large", Ready: true, Launched: t0.Add(time.Second)}}
+	steps := []struct {
+		at        time.Duration
+		rate      float64
+		terminate []string
+	}{
+		{0, 3, nil},               // b surplus from now
+		{time.Minute, 3, nil},     // 1 min
+		{2 * time.Minute, 8, nil}, // b needed again: cool-down restarts
+		{3 * time.Minute, 3, nil},
+		{5 * time.Minute, 3, nil},
+		{6 * time.Minute, 3, []string{"b"}},
+	}
+	for _, s := range steps {
+		f := flatForecast(s.rate, 60)
+		f.Start = t0.Add(s.at)
+		p, err := m.Step(catalog(), fleet, f, t0.Add(s.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.Terminate, s.terminate) {
+			t.Errorf("at %v: Terminate (-want +got):\n-%v\n+%v", s.at, s.terminate, p.Terminate)
+		}
+	}
+}
+
+func TestMarkConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mut  func(*MarkConfig)
+		want string
+	}{
+		{"headroom", func(c *MarkConfig) { c.Headroom = 0.5 }, "mark.headroom"},
+		{"lookahead", func(c *MarkConfig) { c.Lookahead = -1 }, "mark.lookahead"},
+		{"max instances", func(c *MarkConfig) { c.MaxInstances = 0 }, "mark.max_instances"},
+		{"cool-down", func(c *MarkConfig) { c.CoolDown = -1 }, "mark.cool_down"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultMarkConfig()
+			tc.mut(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestScheduleTooManyInstances(t *testing.T) {
+	cfg := DefaultMarkConfig()
+	cfg.MaxInstances = 3
+	_, err := Schedule(catalog(), nil, flatForecast(1e6, 60), cfg, t0)
+	if !errors.Is(err, ErrTooManyInstances) {
+		t.Errorf("error = %v, want ErrTooManyInstances", err)
+	}
+}
+
+// TestScheduleProperties checks Alg. 1's invariants on random catalogs, fleets and forecasts:
+// the plan's capacity covers every headroomed forecast step from τ on; no type that cannot meet
+// the SLO is launched or kept; the plan never costs more than the cheapest single-type cover;
+// every running instance is either kept or surplus, exactly once.
+func TestScheduleProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	for iter := range 2000 {
+		nt := 1 + rng.IntN(6)
+		types := make([]InstanceType, nt)
+		feasible := map[string]bool{}
+		for i := range types {
+			types[i] = InstanceType{
+				Name:         string(rune('A' + i)),
+				PricePerHour: 0.01 + rng.Float64()*3,
+				Capacity:     2 + rng.Float64()*80,
+				Feasible:     rng.Float64() < 0.8,
+				LaunchDelay:  time.Duration(rng.IntN(600)) * time.Second,
+				Spot:         rng.IntN(2) == 0,
+			}
+			feasible[types[i].Name] = types[i].Feasible
+		}
+		var running []Running
+		for i := range rng.IntN(8) {
+			running = append(running, Running{ID: "r" + string(rune('0'+i)), Type: types[rng.IntN(nt)].Name, Ready: rng.IntN(2) == 0, Launched: t0.Add(-time.Duration(rng.IntN(3600)) * time.Second)})
+		}
+		steps := 1 + rng.IntN(60)
+		f := Forecast{Start: t0.Add(-time.Duration(rng.IntN(120)) * time.Second), Step: time.Minute, Rates: make([]float64, steps)}
+		base := rng.Float64() * 300
+		for i := range f.Rates {
+			f.Rates[i] = math.Max(0, base+rng.NormFloat64()*base/3)
+		}
+		cfg := DefaultMarkConfig()
+		cfg.Headroom = 1 + rng.Float64()
+		cfg.Lookahead = time.Duration(rng.IntN(10)) * time.Minute
+		p, err := Schedule(types, running, f, cfg, t0)
+		anyFeasible := slices.ContainsFunc(types, func(t InstanceType) bool { return t.Feasible })
+		if !anyFeasible {
+			if !errors.Is(err, ErrNoFeasibleType) {
+				t.Fatalf("iter %d: no feasible type: error = %v, want ErrNoFeasibleType", iter, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("iter %d: %v", iter, err)
+		}
+		capOf := map[string]float64{}
+		typeOf := map[string]string{}
+		for _, ty := range types {
+			capOf[ty.Name] = ty.Capacity
+		}
+		for _, r := range running {
+			typeOf[r.ID] = r.Type
+		}
+		// Capacity covers the forecast from τ on.
+		var planned float64
+		for _, n := range p.Launch {
+			if !feasible[n] {
+				t.Fatalf("iter %d: launched infeasible type %s", iter, n)
+			}
+			planned += capOf[n]
+		}
+		for _, id := range p.Keep {
+			if !feasible[typeOf[id]] {
+				t.Fatalf("iter %d: kept %s of infeasible type %s", iter, id, typeOf[id])
+			}
+			planned += capOf[typeOf[id]]
+		}
+		first := max(0, min(len(f.Rates)-1, int(t0.Add(cfg.Lookahead).Sub(f.Start)/f.Step)))
+		for s := first; s < len(f.Rates); s++ {
+			if need := f.Rates[s] * cfg.Headroom; planned < need-1e-6 {
+				t.Fatalf("iter %d: step %d needs %.2f req/s, plan has %.2f", iter, s, need, planned)
+			}
+		}
+		if math.Abs(planned-p.Capacity) > 1e-6 {
+			t.Fatalf("iter %d: Capacity %.3f, sum of instances %.3f", iter, p.Capacity, planned)
+		}
+		// Never above the cheapest single-type cover.
+		windowH := float64(len(f.Rates)-first) / 60
+		for _, ty := range types {
+			if !ty.Feasible {
+				continue
+			}
+			nRun := 0
+			for _, r := range running {
+				if r.Type == ty.Name {
+					nRun++
+				}
+			}
+			if _, c := SingleTypeCost(ty, nRun, p.Target, windowH); p.Cost > c+1e-9 {
+				t.Fatalf("iter %d: plan cost %.4f above single-type cover by %s at %.4f", iter, p.Cost, ty.Name, c)
+			}
+		}
+		// Running instances are partitioned into Keep and Surplus.
+		seen := map[string]int{}
+		for _, id := range append(append([]string(nil), p.Keep...), p.Surplus...) {
+			seen[id]++
+		}
+		for _, r := range running {
+			if seen[r.ID] != 1 {
+				t.Fatalf("iter %d: running %s appears %d times in Keep ∪ Surplus", iter, r.ID, seen[r.ID])
+			}
+		}
+		if len(seen) != len(running) {
+			t.Fatalf("iter %d: Keep ∪ Surplus has %d ids, fleet %d", iter, len(seen), len(running))
+		}
+	}
+}
+
+func BenchmarkSchedule(b *testing.B) {
+	f := flatForecast(300, 60)
+	var running []Running
+	for i := range 20 {
+		running = append(running, Running{ID: string(rune('a' + i)), Type: "c5.large", Ready: true})
+	}
+	cfg := DefaultMarkConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Schedule(catalog(), running, f, cfg, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
