@@ -151,7 +151,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd, pattern := h.mux.Handler(r)
 	if pattern != "" {
-		hd.ServeHTTP(w, r)
+		h.mux.ServeHTTP(w, r) // sets the path values; Handler does not
 		return
 	}
 	start := h.opts.Now()
