@@ -114,58 +114,11 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 	if err := cfg.Validate(); err != nil {
 		return SimResult{}, err
 	}
-	byName := map[string]Model{}
-	for _, m := range pool {
-		if t.ModelIndex(m.Name) < 0 {
-			return SimResult{}, fmt.Errorf("simulate: pool model %q is not in the class table", m.Name)
-		}
-		byName[m.Name] = m
-	}
-	for _, n := range s.Models {
-		if _, ok := byName[n]; !ok {
-			return SimResult{}, fmt.Errorf("simulate %s: model %q is not in the pool", s.Name, n)
-		}
-	}
-	if len(s.Models) == 0 && !s.Dynamic {
-		return SimResult{}, fmt.Errorf("simulate %s: no models", s.Name)
-	}
 	nm, nc := len(t.Models), len(t.Classes)
 	conf := confusers(nc, cfg.Confusers, cfg.Seed)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
-	start := time.Unix(0, 0).UTC()
-	var dyn *Dynamic
-	if s.Dynamic {
-		var err error
-		if dyn, err = NewDynamic(ecfg, c, pool, s.Models, start); err != nil {
-			return SimResult{}, err
-		}
-	}
-	weights := NewClassWeights(s.Mode, 0)
-	for _, m := range pool {
-		weights.SetPrior(m.Name, m.Accuracy)
-	}
-	active := s.Models
-	next := start.Add(ecfg.Interval)
-	answer := make([]int, nm)
 	sr, sn := math.Sqrt(cfg.Correlation), math.Sqrt(1-cfg.Correlation)
-	res := SimResult{Name: s.Name, Requests: cfg.Requests}
-	var latSum float64
-	preds := make([]Prediction, 0, nm)
-	for i := range cfg.Requests {
-		now := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
-		if dyn != nil {
-			if i == 0 {
-				active = dyn.Models()
-			}
-			if !now.Before(next) {
-				d := dyn.Step(now)
-				next = d.Next
-				active = d.Models
-				if d.Changed() {
-					res.Changes++
-				}
-			}
-		}
+	draw := func(_ int, answer []int) request {
 		// Draw every model's answer, used or not, so all strategies share the same inputs.
 		class := rng.IntN(nc)
 		z0 := rng.NormFloat64()
@@ -183,12 +136,77 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 				answer[m] = conf[class][own]
 			}
 		}
-		labelled := rng.Float64() < cfg.LabelFraction
+		return request{label: class, feedback: rng.Float64() < cfg.LabelFraction, scored: true}
+	}
+	return serve(t.Models, pool, s, c, ecfg, cfg.Requests, cfg.Rate, draw)
+}
+
+// request is one input of a served stream: its true label, whether the label comes back as
+// feedback, and whether the request counts in the reported accuracy.
+type request struct {
+	label            int
+	feedback, scored bool
+}
+
+// serve runs strategy s over n requests arriving at rate per second; next fills answer (indexed
+// like rows) with every model's answer to request i and describes the request. It is the one
+// serving loop behind Simulate and Evaluate: vote, learn class weights from feedback, and let
+// the dynamic policy step at each interval boundary.
+func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n int, rate float64,
+	next func(i int, answer []int) request) (SimResult, error) {
+	row := map[string]int{}
+	for i, r := range rows {
+		row[r] = i
+	}
+	byName := map[string]Model{}
+	for _, m := range pool {
+		if _, ok := row[m.Name]; !ok {
+			return SimResult{}, fmt.Errorf("serve %s: pool model %q has no answers", s.Name, m.Name)
+		}
+		byName[m.Name] = m
+	}
+	for _, m := range s.Models {
+		if _, ok := byName[m]; !ok {
+			return SimResult{}, fmt.Errorf("serve %s: model %q is not in the pool", s.Name, m)
+		}
+	}
+	if len(s.Models) == 0 && !s.Dynamic {
+		return SimResult{}, fmt.Errorf("serve %s: no models", s.Name)
+	}
+	start := time.Unix(0, 0).UTC()
+	active := s.Models
+	var dyn *Dynamic
+	if s.Dynamic {
+		var err error
+		if dyn, err = NewDynamic(ecfg, c, pool, s.Models, start); err != nil {
+			return SimResult{}, err
+		}
+		active = dyn.Models()
+	}
+	weights := NewClassWeights(s.Mode, 0)
+	for _, m := range pool {
+		weights.SetPrior(m.Name, m.Accuracy)
+	}
+	nextStep := start.Add(ecfg.Interval)
+	answer := make([]int, len(rows))
+	preds := make([]Prediction, 0, len(rows))
+	res := SimResult{Name: s.Name}
+	var latSum, right float64
+	for i := range n {
+		now := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if dyn != nil && !now.Before(nextStep) {
+			d := dyn.Step(now)
+			nextStep, active = d.Next, d.Models
+			if d.Changed() {
+				res.Changes++
+			}
+		}
+		rq := next(i, answer)
 		preds = preds[:0]
 		var lat time.Duration
-		for _, n := range active {
-			preds = append(preds, Prediction{Model: n, Class: answer[t.ModelIndex(n)]})
-			lat = max(lat, byName[n].Latency)
+		for _, m := range active {
+			preds = append(preds, Prediction{Model: m, Class: answer[row[m]]})
+			lat = max(lat, byName[m].Latency)
 		}
 		var v Verdict
 		if s.Weighted {
@@ -196,30 +214,35 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 		} else {
 			v = Majority(preds)
 		}
-		res.Invocations += len(preds)
-		latSum += float64(lat) / float64(time.Millisecond)
-		ok := v.Class == class
-		if ok {
-			res.Accuracy++
-		}
-		if v.Tie {
-			res.Ties++
+		ok := v.Class == rq.label
+		if rq.scored {
+			res.Requests++
+			res.Invocations += len(preds)
+			latSum += float64(lat) / float64(time.Millisecond)
 			if ok {
-				res.TiesCorrect++
+				right++
+			}
+			if v.Tie {
+				res.Ties++
+				if ok {
+					res.TiesCorrect++
+				}
 			}
 		}
 		label := -1
-		if labelled {
-			label = class
-			weights.Learn(preds, class)
+		if rq.feedback {
+			label = rq.label
+			weights.Learn(preds, rq.label)
 		}
 		if dyn != nil {
 			dyn.Record(preds, v, label)
 		}
 	}
-	res.Accuracy /= float64(cfg.Requests)
-	res.MeanModels = float64(res.Invocations) / float64(cfg.Requests)
-	res.LatencyMS = latSum / float64(cfg.Requests)
+	if res.Requests > 0 {
+		res.Accuracy = right / float64(res.Requests)
+		res.MeanModels = float64(res.Invocations) / float64(res.Requests)
+		res.LatencyMS = latSum / float64(res.Requests)
+	}
 	return res, nil
 }
 
