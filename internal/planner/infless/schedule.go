@@ -1,0 +1,233 @@
+package infless
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/cluster"
+)
+
+// DefaultOffset is the +10 % added to predicted execution times (INFless §3.3: "we choose to
+// increase the prediction offset by 10% to reduce the risk of SLO violations").
+const DefaultOffset = 0.10
+
+// Predictor returns the predicted execution time of a batch of b on resources r (from a measured
+// profile or from combined operator profiling); ok is false when the configuration is infeasible.
+type Predictor func(b int, r cluster.Resources) (t time.Duration, ok bool)
+
+// Config is the scheduler's input besides the cluster and the load.
+type Config struct {
+	// SLO is the function's latency SLO t_slo.
+	SLO time.Duration
+	// Batches is the batch-size set B; the scheduler tries the largest first.
+	Batches []int
+	// Resources are the per-instance resource configurations ⟨c, g⟩ to explore (all_configurations).
+	Resources []cluster.Resources
+	// Beta converts CPU cores into GPU SM-percent units (Eq. 2); 0 means cluster.DefaultBeta.
+	Beta float64
+	// Offset inflates every prediction by this fraction; 0 means no offset (use DefaultOffset for §3.3).
+	Offset float64
+	// MaxInstances bounds one call; 0 means 1,000,000.
+	MaxInstances int
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.SLO <= 0:
+		return fmt.Errorf("infless: slo must be > 0, got %v", c.SLO)
+	case len(c.Batches) == 0:
+		return fmt.Errorf("infless: batches must not be empty")
+	case len(c.Resources) == 0:
+		return fmt.Errorf("infless: resources must not be empty")
+	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0:
+		return fmt.Errorf("infless: beta %v, offset %v and max_instances %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances)
+	}
+	for _, b := range c.Batches {
+		if b < 1 {
+			return fmt.Errorf("infless: batches: %d must be ≥ 1", b)
+		}
+	}
+	for _, r := range c.Resources {
+		if r.CPU < 0 || r.GPU < 0 || r.IsZero() {
+			return fmt.Errorf("infless: resources: %+v must be non-negative and non-zero", r)
+		}
+	}
+	return nil
+}
+
+// Option is one feasible instance configuration ⟨b, c, g⟩ with its predicted execution time and bounds.
+type Option struct {
+	Batch     int
+	Resources cluster.Resources
+	Exec      time.Duration
+	Bounds    Bounds
+	weight    float64
+	perRes    float64
+}
+
+// Placement is one new instance: its configuration and the server it goes on.
+type Placement struct {
+	Option
+	Server int
+	// Efficiency is e_ij of Eq. 10 at the time of placement (+Inf for a perfect fit).
+	Efficiency float64
+}
+
+// Result is the scheduler's decision.
+type Result struct {
+	// Placements are the new instances, in the order Alg. 1 chose them.
+	Placements []Placement
+	// Unplaced is the residual rate (1/s) no feasible configuration could take (cluster full, or
+	// no configuration meets the SLO).
+	Unplaced float64
+	// Reason explains how the loop ended.
+	Reason string
+}
+
+// Options returns the feasible configurations for cfg, largest batch first, each with its
+// predicted time (offset applied) and Eq. 1 bounds.
+func Options(cfg Config, predict Predictor) []Option {
+	beta := cfg.Beta
+	if beta == 0 {
+		beta = cluster.DefaultBeta
+	}
+	bs := append([]int(nil), cfg.Batches...)
+	sort.Sort(sort.Reverse(sort.IntSlice(bs)))
+	var out []Option
+	for i, b := range bs {
+		if i > 0 && bs[i-1] == b {
+			continue
+		}
+		for _, r := range cfg.Resources {
+			t, ok := predict(b, r)
+			if !ok || t <= 0 {
+				continue
+			}
+			t = time.Duration(float64(t) * (1 + cfg.Offset))
+			bounds, ok := RateBounds(b, t, cfg.SLO)
+			if !ok {
+				continue
+			}
+			w := r.Weighted(beta)
+			out = append(out, Option{Batch: b, Resources: r, Exec: t, Bounds: bounds, weight: w, perRes: bounds.Up / w})
+		}
+	}
+	return out
+}
+
+// Schedule is INFless Alg. 1: while residual load remains, try batch sizes from the largest; among
+// the configurations AvailableConfig admits (b = 1: t_exec ≤ t_slo; b > 1: t_exec ≤ t_slo/2 and
+// R > r_low) and every server they fit on, place the one with the highest resource efficiency
+//
+//	e_ij = (r_up/(βc_i+g_i)) / (1 − (βc_i+g_i)/(βC_j+G_j))          (Eq. 10)
+//
+// where the numerator is normalised to [0, 1] by the best RPS-per-resource of all options and
+// C_j, G_j are server j's free resources (a perfect fit scores +Inf). Ties go to the larger r_up,
+// then to the lower server index, so the result is deterministic. Schedule allocates the chosen
+// resources on c; pass c.Clone() for a dry run.
+func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predictor) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	beta := cfg.Beta
+	if beta == 0 {
+		beta = cluster.DefaultBeta
+	}
+	maxN := cfg.MaxInstances
+	if maxN == 0 {
+		maxN = 1_000_000
+	}
+	opts := Options(cfg, predict)
+	var best float64
+	for _, o := range opts {
+		best = math.Max(best, o.perRes)
+	}
+	// Group options by batch size, largest first (opts is already in that order).
+	type group struct{ start, end int }
+	var groups []group
+	for i := range opts {
+		if i == 0 || opts[i].Batch != opts[i-1].Batch {
+			groups = append(groups, group{i, i})
+		}
+		groups[len(groups)-1].end = i + 1
+	}
+
+	var res Result
+	for residual > 0 {
+		if len(res.Placements) >= maxN {
+			res.Unplaced, res.Reason = residual, "max instances reached"
+			return res, nil
+		}
+		placed := false
+		for _, g := range groups {
+			p, ok := bestPlacement(c, opts[g.start:g.end], residual, best, beta)
+			if !ok {
+				continue // no feasible configuration or no room with this batch size: try the next
+			}
+			if err := c.Place(p.Server, p.Resources); err != nil {
+				return res, fmt.Errorf("infless schedule: %w", err)
+			}
+			res.Placements = append(res.Placements, p)
+			residual -= p.Bounds.Up
+			placed = true
+			break
+		}
+		if !placed {
+			res.Unplaced = residual
+			if len(opts) == 0 {
+				res.Reason = "no configuration meets the SLO"
+			} else {
+				res.Reason = "no server has room for a feasible configuration"
+			}
+			return res, nil
+		}
+	}
+	res.Reason = "residual load covered"
+	return res, nil
+}
+
+// bestPlacement evaluates Eq. 10 over the options of one batch size admitted by AvailableConfig and
+// every distinct free-resource vector of the cluster.
+func bestPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64) (Placement, bool) {
+	var out Placement
+	found := false
+	c.FreeVectors(func(fv cluster.FreeVector) bool {
+		freeW := fv.Free.Weighted(beta)
+		for _, o := range opts {
+			if o.Batch > 1 && !(residual > o.Bounds.Low) {
+				continue // AvailableConfig: the batch would not fill before its timeout
+			}
+			if !fv.Free.Fits(o.Resources) {
+				continue
+			}
+			frag := 1 - o.weight/freeW
+			e := math.Inf(1)
+			if frag > 1e-12 {
+				e = (o.perRes / best) / frag
+			}
+			if !found || better(e, o, fv.Server, out) {
+				out = Placement{Option: o, Server: fv.Server, Efficiency: e}
+				found = true
+			}
+		}
+		return true
+	})
+	return out, found
+}
+
+func better(e float64, o Option, server int, cur Placement) bool {
+	switch {
+	case e != cur.Efficiency:
+		return e > cur.Efficiency
+	case o.Bounds.Up != cur.Bounds.Up:
+		return o.Bounds.Up > cur.Bounds.Up
+	case server != cur.Server:
+		return server < cur.Server
+	case o.Resources != cur.Resources:
+		return o.Resources.GPU < cur.Resources.GPU || (o.Resources.GPU == cur.Resources.GPU && o.Resources.CPU < cur.Resources.CPU)
+	}
+	return false
+}
