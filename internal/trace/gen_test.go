@@ -247,3 +247,18 @@ func BenchmarkMAP2Next(b *testing.B) {
 		src.Next()
 	}
 }
+
+func TestPiecewiseMAP(t *testing.T) {
+	maps := []MAP2{MMPP2(10, 10, 1, 1), MMPP2(50, 50, 1, 1), MMPP2(5, 100, 0.2, 1)}
+	counts := Counts(PiecewiseMAP(maps, 1000*time.Second, 3), 1000*time.Second, 3000*time.Second)
+	for i, c := range counts {
+		want := maps[i].Rate() * 1000
+		if math.Abs(float64(c)-want) > 0.1*want {
+			t.Errorf("period %d: arrivals (-want +got): -%.0f ±10%% +%d", i, want, c)
+		}
+	}
+	a := slices.Collect(Seq(PiecewiseMAP(maps, time.Second, 1)))
+	if !slices.IsSorted(a) || len(a) == 0 || a[len(a)-1] >= 3*time.Second {
+		t.Errorf("piecewise arrivals must be sorted and end within the last period: %d arrivals", len(a))
+	}
+}

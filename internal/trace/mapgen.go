@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// MAP2 is a two-phase Markovian Arrival Process (BATCH §3, Eqs. 4–5): D0 holds the phase
+// MAP2 is a two-phase Markovian Arrival Process (BATCH §IV, "MAP(2) arrival process", Eq. 11; MMPP(2)
+// is the special case without phase changes at arrivals): D0 holds the phase
 // transition rates without an arrival (negative diagonal), D1 those with an arrival, both in
 // events per second; D0 + D1 is a generator (rows sum to 0). MMPP(2) and Poisson are special
 // cases. The BATCH repository's fits of the Twitter and NYS traces are read by ReadMAP2.
@@ -134,5 +135,46 @@ func (m MAP2) Arrivals(seed uint64) Source {
 			}
 			return t, true
 		}
+	})
+}
+
+// PiecewiseMAP returns the arrivals of maps[i] during [i·period, (i+1)·period) — a day replayed
+// from hourly MAP fits, as BATCH fits one MAP per hour of its traces — ending after the last
+// period. At a boundary the next MAP continues from the current phase (the fits' phases are
+// exchangeable labels, so this is a choice; it keeps the generator pull-based and exact within
+// each period). Every map must be valid; seed makes it deterministic.
+func PiecewiseMAP(maps []MAP2, period time.Duration, seed uint64) Source {
+	rng := newRand(seed)
+	var (
+		k     int // current period
+		phase int
+		t     time.Duration
+	)
+	if len(maps) > 0 && rng.Float64() >= maps[0].phaseStationary()[0] {
+		phase = 1
+	}
+	return SourceFunc(func() (time.Duration, bool) {
+		for k < len(maps) && period > 0 {
+			m := &maps[k]
+			end := time.Duration(k+1) * period
+			out := -m.D0[phase][phase]
+			g := rng.ExpFloat64() / out * 1e9
+			if g >= float64(end-t) {
+				t, k = end, k+1 // memoryless: restart the sojourn at the boundary
+				continue
+			}
+			t += time.Duration(g)
+			u := rng.Float64() * out
+			other := 1 - phase
+			if u < m.D0[phase][other] {
+				phase = other
+				continue
+			}
+			if u-m.D0[phase][other] >= m.D1[phase][phase] {
+				phase = other
+			}
+			return t, true
+		}
+		return 0, false
 	})
 }
