@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // call is one request waiting for its answer.
 type call struct {
 	ctx      context.Context
-	req      *Request
+	req      *oip.InferenceRequest
 	arrival  time.Time
 	deadline time.Time
 	done     chan result // buffered (1): the batcher never blocks on a departed client
@@ -24,8 +24,27 @@ type call struct {
 
 // result is delivered exactly once per call.
 type result struct {
-	resp Response
+	resp *oip.InferenceResponse
 	err  error
+}
+
+// compatible reports whether a's inputs can be concatenated with b's along the batch dimension.
+func compatible(a, b *oip.InferenceRequest) bool {
+	if len(a.Inputs) != len(b.Inputs) {
+		return false
+	}
+	for i := range a.Inputs {
+		x, y := &a.Inputs[i], &b.Inputs[i]
+		if x.Name != y.Name || x.Datatype != y.Datatype || len(x.Shape) != len(y.Shape) || len(x.Shape) == 0 {
+			return false
+		}
+		for j := 1; j < len(x.Shape); j++ {
+			if x.Shape[j] != y.Shape[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // backendInst is an instance as the batcher tracks it.
@@ -56,7 +75,9 @@ type batcher struct {
 	policy batching.Policy
 	limit  int
 	m      *modelMetrics
-	schema atomic.Pointer[[]TensorSpec]
+	md     atomic.Pointer[oip.ModelMetadata]
+
+	batches, dispatched atomic.Int64 // for Stats
 
 	in          chan *call
 	ctrl        chan func(now time.Time)
@@ -94,31 +115,28 @@ func newBatcher(g *Gateway, m Model) *batcher {
 		q:           make([]*call, 0, m.QueueLimit),
 		arrivals:    make([]time.Time, 0, 64),
 	}
-	if m.Inputs != nil {
-		in := m.Inputs
-		b.schema.Store(&in)
+	if m.Metadata != nil {
+		md := *m.Metadata
+		md.Name = m.Name
+		b.md.Store(&md)
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b
 }
 
-// submit queues req and waits for its answer (or for ctx to end).
-func (b *batcher) submit(ctx context.Context, req *Request) (Response, error) {
-	now := time.Now()
-	timeout := b.spec.Threshold
-	if req.Timeout > 0 {
-		timeout = req.Timeout
-	}
-	c := &call{ctx: ctx, req: req, arrival: now, deadline: now.Add(timeout), done: make(chan result, 1)}
+// submit queues req and waits for its answer (or for ctx to end). The request's deadline is
+// arrival + timeout.
+func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
+	c := &call{ctx: ctx, req: req, arrival: arrival, deadline: arrival.Add(timeout), done: make(chan result, 1)}
 	if b.queued.Add(1) > int64(b.limit) {
 		b.queued.Add(-1)
-		return Response{}, ErrQueueFull
+		return nil, ErrQueueFull
 	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
 		b.queued.Add(-1)
-		return Response{}, ErrShuttingDown
+		return nil, ErrShuttingDown
 	}
 	b.in <- c // never blocks: queued ≤ limit = cap(in)
 	b.mu.RUnlock()
@@ -126,7 +144,7 @@ func (b *batcher) submit(ctx context.Context, req *Request) (Response, error) {
 	case r := <-c.done:
 		return r.resp, r.err
 	case <-ctx.Done():
-		return Response{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -259,7 +277,7 @@ func (b *batcher) dispatch(n int, now time.Time) {
 	inst := b.insts[b.candIdx[k]]
 	first := b.q[0].req
 	take := 1
-	for take < n && b.q[take].req.compatible(first) {
+	for take < n && compatible(b.q[take].req, first) {
 		take++
 	}
 	calls := make([]*call, take)
@@ -271,6 +289,8 @@ func (b *batcher) dispatch(n int, now time.Time) {
 	inst.outstanding++
 	b.inflight++
 	b.m.batchSize.Observe(float64(take))
+	b.batches.Add(1)
+	b.dispatched.Add(int64(take))
 	f := &flight{inst: inst, calls: calls, dispatched: now}
 	b.flights.Add(1)
 	go b.send(f)
@@ -280,21 +300,20 @@ func (b *batcher) dispatch(n int, now time.Time) {
 // and reports the completion to the batcher.
 func (b *batcher) send(f *flight) {
 	defer b.flights.Done()
-	reqs := make([]*Request, len(f.calls))
+	n := len(f.calls)
+	reqs := make([]*oip.InferenceRequest, n)
 	for i, c := range f.calls {
 		reqs[i] = c.req
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.g.timeout)
-	res, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	cancel()
 	f.completed = time.Now()
-	if err == nil && len(res.Bodies) != len(reqs) {
-		err = &BackendError{Status: http.StatusBadGateway, Msg: fmt.Sprintf("backend returned %d answers for %d requests", len(res.Bodies), len(reqs))}
+	if err == nil && len(resps) != n {
+		err = &BadGatewayError{Msg: fmt.Sprintf("%d answers for a batch of %d", len(resps), n)}
 	}
-	var be *BackendError
-	if err != nil && len(reqs) > 1 && errors.As(err, &be) && be.Status >= 400 && be.Status < 500 {
-		// The batch was built by the gateway, so an instance's 4xx is the gateway's problem.
-		err = &BackendError{Status: http.StatusBadGateway, Msg: be.Msg}
+	if err != nil {
+		err = backendError(err, n)
 	}
 	f.failed = err != nil
 	for i, c := range f.calls {
@@ -302,9 +321,27 @@ func (b *batcher) send(f *flight) {
 			c.done <- result{err: err}
 			continue
 		}
-		c.done <- result{resp: Response{Body: res.Bodies[i], ServiceTime: res.ServiceTime, BatchSize: len(reqs)}}
+		c.done <- result{resp: annotate(resps[i], n)}
 	}
 	b.completions <- f
+}
+
+// ParamBatchSize is the response parameter in which the gateway reports how many requests were
+// served in the same batch as this one.
+const ParamBatchSize = "sloserve_batch_size"
+
+// annotate sets a response's batch size parameter and turns the batch's service time into the
+// request's share of it (batch time / batch size), so that the Sloserve-Service-Time-Us headers
+// of all responses sum to the workers' busy time.
+func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
+	p := make(oip.Parameters, len(r.Parameters)+1)
+	for k, v := range r.Parameters {
+		p[k] = v
+	}
+	p[ParamBatchSize] = n
+	r.Parameters = p
+	r.ServiceTime /= time.Duration(n)
+	return r
 }
 
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
@@ -420,7 +457,6 @@ func (b *batcher) shutdown() {
 	}
 	for _, c := range b.q {
 		c.done <- result{err: ErrShuttingDown}
-		b.m.outcome[outcomeShutdown].Inc()
 		b.failed++
 	}
 	b.queued.Add(-int64(len(b.q)))

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -39,9 +40,9 @@ type answer struct {
 	Batch   int
 }
 
-// fire submits n requests at the current virtual instant and returns a function that waits for
-// all answers, in submission order.
-func fire(g *Gateway, n int, extra string) func() []answer {
+// fire submits n requests at the current virtual instant (with the per-request timeout override
+// when non-zero) and returns a function that waits for all answers, in submission order.
+func fire(g *Gateway, n int, timeout time.Duration) func() []answer {
 	out := make([]answer, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -50,11 +51,15 @@ func fire(g *Gateway, n int, extra string) func() []answer {
 			defer wg.Done()
 			start := time.Now()
 			id := fmt.Sprintf("r%d", i)
-			resp, err := g.Infer(context.Background(), "m", body(id, 1, extra))
-			a := answer{ID: id, Latency: time.Since(start), Batch: resp.BatchSize}
+			resp, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request(id, 1), Arrival: start, SLO: oip.RequestSLO{Timeout: timeout}})
+			a := answer{ID: id, Latency: time.Since(start)}
 			if err != nil {
 				a.Err = err.Error()
-				a.Batch = 0
+			} else {
+				a.Batch = resp.Parameters[ParamBatchSize].(int)
+				if resp.ID != id {
+					a.Err = "answer for " + resp.ID
+				}
 			}
 			out[i] = a
 		}()
@@ -72,7 +77,7 @@ func TestBatcherTiming(t *testing.T) {
 		threshold time.Duration
 		instances int
 		n         int
-		extra     string
+		timeout   time.Duration
 		want      []answer
 	}{
 		{
@@ -101,12 +106,12 @@ func TestBatcherTiming(t *testing.T) {
 		{
 			name: "no instance: 504 exactly at the SLO deadline", max: 4, wait: time.Millisecond,
 			threshold: 200 * time.Millisecond, instances: 0, n: 1,
-			want: []answer{{ID: "r0", Latency: 200 * time.Millisecond, Err: "deadline exceeded before dispatch: waited 200ms"}},
+			want: []answer{{ID: "r0", Latency: 200 * time.Millisecond, Err: "gateway: deadline exceeded before dispatch: waited 200ms"}},
 		},
 		{
 			name: "parameters.timeout overrides the SLO deadline", max: 4, wait: time.Millisecond,
-			threshold: 200 * time.Millisecond, instances: 0, n: 1, extra: `"parameters":{"timeout":3000},`,
-			want: []answer{{ID: "r0", Latency: 3 * time.Millisecond, Err: "deadline exceeded before dispatch: waited 3ms"}},
+			threshold: 200 * time.Millisecond, instances: 0, n: 1, timeout: 3 * time.Millisecond,
+			want: []answer{{ID: "r0", Latency: 3 * time.Millisecond, Err: "gateway: deadline exceeded before dispatch: waited 3ms"}},
 		},
 	}
 	for _, tc := range tests {
@@ -115,7 +120,7 @@ func TestBatcherTiming(t *testing.T) {
 				fb := &fakeBackend{service: service}
 				pol := &fixedPolicy{max: tc.max, wait: tc.wait}
 				g := newTestGateway(t, fb, pol, tc.threshold, 16, tc.instances)
-				got := fire(g, tc.n, tc.extra)()
+				got := fire(g, tc.n, tc.timeout)()
 				if diff := diff(tc.want, got); diff != "" {
 					t.Errorf("answers (-want +got):\n%s", diff)
 				}
@@ -133,7 +138,7 @@ func TestBatcherObservesOutcomes(t *testing.T) {
 		pol := &fixedPolicy{max: 3, wait: 2 * time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
 		t0 := time.Now()
-		fire(g, 3, "")()
+		fire(g, 3, 0)()
 		synctest.Wait()
 		if _, err := g.Close(context.Background()); err != nil {
 			t.Fatal(err)
@@ -163,7 +168,7 @@ func TestQueueFullRejects(t *testing.T) {
 		fb := &fakeBackend{}
 		pol := &fixedPolicy{max: 8, wait: 50 * time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 2, 1)
-		got := fire(g, 3, "")()
+		got := fire(g, 3, 0)()
 		want := []answer{
 			{ID: "r0", Latency: 51 * time.Millisecond, Batch: 2},
 			{ID: "r1", Latency: 51 * time.Millisecond, Batch: 2},
@@ -181,7 +186,7 @@ func TestCloseFailsPendingAndDrainsInFlight(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 30 * time.Millisecond }}
 		pol := &fixedPolicy{max: 1, wait: 0}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
-		wait := fire(g, 3, "") // r0 in flight, r1 and r2 waiting
+		wait := fire(g, 3, 0) // r0 in flight, r1 and r2 waiting
 		start := time.Now()
 		failed, err := g.Close(context.Background())
 		if err != nil {
@@ -202,7 +207,7 @@ func TestCloseFailsPendingAndDrainsInFlight(t *testing.T) {
 		if diff := diff(want, got); diff != "" {
 			t.Errorf("answers (-want +got):\n%s", diff)
 		}
-		if _, err := g.Infer(context.Background(), "m", body("late", 1, "")); !errors.Is(err, ErrShuttingDown) {
+		if _, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("late", 1)}); !errors.Is(err, ErrShuttingDown) {
 			t.Errorf("Infer after Close: got %v, want ErrShuttingDown", err)
 		}
 	})
@@ -213,7 +218,7 @@ func TestRemoveInstanceDrains(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
 		pol := &fixedPolicy{max: 1, wait: 0}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 2)
-		wait := fire(g, 2, "") // one batch on each instance
+		wait := fire(g, 2, 0) // one batch on each instance
 		start := time.Now()
 		if err := g.RemoveInstance(context.Background(), "m", "i0"); err != nil {
 			t.Fatal(err)
@@ -231,7 +236,7 @@ func TestRemoveInstanceDrains(t *testing.T) {
 			}
 		}
 		// Later requests go to the remaining instance only.
-		fire(g, 2, "")()
+		fire(g, 2, 0)()
 		if got := fb.sizes("a0"); len(got) != 1 {
 			t.Errorf("drained instance got %d batches, want 1", len(got))
 		}
@@ -248,7 +253,7 @@ func TestAddInstanceLate(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 5 * time.Millisecond }}
 		pol := &fixedPolicy{max: 1}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 0)
-		wait := fire(g, 1, "")
+		wait := fire(g, 1, 0)
 		time.Sleep(20 * time.Millisecond)
 		if err := g.AddInstance(context.Background(), "m", Instance{ID: "late", Addr: "late"}); err != nil {
 			t.Fatal(err)
@@ -263,12 +268,12 @@ func TestAddInstanceLate(t *testing.T) {
 
 func TestBackendErrorAnswersEveryRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fb := &fakeBackend{err: &BackendError{Status: 500, Msg: "boom"}}
+		fb := &fakeBackend{err: &oip.StatusError{Code: 500, Message: "boom"}}
 		pol := &fixedPolicy{max: 2, wait: time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
-		got := fire(g, 2, "")()
+		got := fire(g, 2, 0)()
 		for _, a := range got {
-			if a.Err != "backend status 500: boom" {
+			if a.Err != "gateway: backend failed: oip: HTTP 500: boom" {
 				t.Errorf("request %s: got error %q, want the backend's", a.ID, a.Err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/oip"
 )
 
 // fixedPolicy is a hand-written size-or-wait policy: dispatch max when that many wait, else
@@ -39,27 +40,23 @@ func (p *fixedPolicy) Observe(o batching.Outcome, now time.Time) {
 
 func (p *fixedPolicy) MaxBatch() int { return p.max }
 
-// fakeBackend serves a batch after service(n) of (virtual) time; each request's answer echoes
-// its id. It records the batch sizes per instance address.
+// fakeBackend serves a batch after service(n) of (virtual) time; each answer echoes its request's
+// id. It records the batch sizes per instance address.
 type fakeBackend struct {
 	service func(n int) time.Duration
 	err     error
 
 	mu      sync.Mutex
 	batches map[string][]int
-	started chan struct{} // if non-nil, receives one value per batch started
 }
 
-func (f *fakeBackend) Infer(ctx context.Context, addr, model string, reqs []*Request) (BatchResult, error) {
+func (f *fakeBackend) Infer(ctx context.Context, addr, model string, reqs []*oip.InferenceRequest) ([]*oip.InferenceResponse, error) {
 	f.mu.Lock()
 	if f.batches == nil {
 		f.batches = map[string][]int{}
 	}
 	f.batches[addr] = append(f.batches[addr], len(reqs))
 	f.mu.Unlock()
-	if f.started != nil {
-		f.started <- struct{}{}
-	}
 	d := time.Millisecond
 	if f.service != nil {
 		d = f.service(len(reqs))
@@ -69,20 +66,20 @@ func (f *fakeBackend) Infer(ctx context.Context, addr, model string, reqs []*Req
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return BatchResult{}, &BackendError{Msg: ctx.Err().Error()}
+		return nil, ctx.Err()
 	}
 	if f.err != nil {
-		return BatchResult{}, f.err
+		return nil, f.err
 	}
-	res := BatchResult{ServiceTime: d}
-	for _, r := range reqs {
-		res.Bodies = append(res.Bodies, []byte(`{"model_name":"`+model+`","id":"`+r.ID+`","outputs":[]}`))
+	out := make([]*oip.InferenceResponse, len(reqs))
+	for i, r := range reqs {
+		out[i] = &oip.InferenceResponse{ModelName: model, ID: r.ID, ServiceTime: d}
 	}
-	return res, nil
+	return out, nil
 }
 
-func (f *fakeBackend) Metadata(ctx context.Context, addr, model string) (ModelMetadataInfo, error) {
-	return ModelMetadataInfo{Inputs: []TensorSpec{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 2}}}}, nil
+func (f *fakeBackend) Metadata(ctx context.Context, addr, model string) (*oip.ModelMetadata, error) {
+	return testMetadata(), nil
 }
 
 func (f *fakeBackend) sizes(addr string) []int {
@@ -91,7 +88,23 @@ func (f *fakeBackend) sizes(addr string) []int {
 	return append([]int(nil), f.batches[addr]...)
 }
 
-// body returns a valid request body for a [rows, 2] FP32 input named x.
+// testMetadata is model "m": input x [N,2] FP32, output y [N,1] FP32.
+func testMetadata() *oip.ModelMetadata {
+	return &oip.ModelMetadata{Name: "m", Platform: "test",
+		Inputs:  []oip.TensorMetadata{{Name: "x", Datatype: oip.DatatypeFP32, Shape: []int64{-1, 2}}},
+		Outputs: []oip.TensorMetadata{{Name: "y", Datatype: oip.DatatypeFP32, Shape: []int64{-1, 1}}}}
+}
+
+// request returns a request for model "m" with rows rows of x holding 0, 1, 2, ...
+func request(id string, rows int) *oip.InferenceRequest {
+	data := make([]float32, 2*rows)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	return &oip.InferenceRequest{ID: id, Inputs: []oip.Tensor{oip.NewFP32("x", []int64{int64(rows), 2}, data)}}
+}
+
+// body returns the JSON body of request(id, rows), with extra inserted before "inputs".
 func body(id string, rows int, extra string) []byte {
 	vals := make([]string, 0, 2*rows)
 	for i := 0; i < 2*rows; i++ {

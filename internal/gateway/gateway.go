@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -20,7 +22,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
-	// Backend sends batches to instances; nil means NewHTTPBackend().
+	// Backend sends batches to instances; nil means NewOIPBackend with default options.
 	Backend Backend
 	// Picker chooses the instance for each batch; nil means LeastOutstanding.
 	Picker Picker
@@ -39,9 +41,10 @@ type Model struct {
 	// QueueLimit is the largest number of requests waiting for dispatch; beyond it requests are
 	// refused with 429. 0 means DefaultQueueLimit.
 	QueueLimit int
-	// Inputs is the model's input schema used to refuse bad requests before queueing them;
-	// nil means learn it from the first instance's model metadata.
-	Inputs []TensorSpec
+	// Metadata is the model's OIP metadata, against which the handler validates requests before
+	// they are queued; nil means learn it from the first instance added. Until it is known,
+	// requests are answered 503.
+	Metadata *oip.ModelMetadata
 }
 
 // DefaultQueueLimit is the default bound, in requests, of a model's queue.
@@ -55,16 +58,6 @@ type Instance struct {
 	Addr string
 	// Slots is the number of batches the instance takes at once; 0 means 1.
 	Slots int
-}
-
-// Response is the gateway's answer to one request.
-type Response struct {
-	// Body is the OIP v2 response body.
-	Body []byte
-	// ServiceTime is the worker's compute time for the batch the request was part of.
-	ServiceTime time.Duration
-	// BatchSize is the number of requests in that batch.
-	BatchSize int
 }
 
 // Gateway routes inference requests to per-model batchers. It is safe for concurrent use.
@@ -88,7 +81,7 @@ func New(opts Options) (*Gateway, error) {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	if g.backend == nil {
-		g.backend = NewHTTPBackend()
+		g.backend = NewOIPBackend(oip.ClientOptions{})
 	}
 	if g.picker == nil {
 		g.picker = PickerFunc(LeastOutstanding)
@@ -144,13 +137,14 @@ func (g *Gateway) AddModel(m Model) error {
 	return nil
 }
 
-// Models returns the names of the served models.
-func (g *Gateway) Models() []string {
+// ModelNames returns the names of the served models, sorted.
+func (g *Gateway) ModelNames() []string {
 	bs := *g.batchers.Load()
 	names := make([]string, 0, len(bs))
 	for n := range bs {
 		names = append(names, n)
 	}
+	sort.Strings(names)
 	return names
 }
 
@@ -175,14 +169,13 @@ func (g *Gateway) AddInstance(ctx context.Context, model string, in Instance) er
 	if in.Slots <= 0 {
 		in.Slots = 1
 	}
-	if b.schema.Load() == nil {
+	if b.md.Load() == nil {
 		md, err := g.backend.Metadata(ctx, in.Addr, model)
 		if err != nil {
-			g.log.Warn("model metadata unavailable; requests are validated by the instance", "model", model, "instance", in.ID, "err", err)
-		} else if len(md.Inputs) > 0 {
-			in := md.Inputs
-			b.schema.CompareAndSwap(nil, &in)
+			return fmt.Errorf("add instance %s to %s: %w", in.ID, model, err)
 		}
+		md.Name = model
+		b.md.CompareAndSwap(nil, md)
 	}
 	errc := make(chan error, 1)
 	if !b.control(func(now time.Time) { errc <- b.addInstance(in) }) {
@@ -246,23 +239,27 @@ func (g *Gateway) Instances(model string) ([]string, error) {
 	return <-ids, nil
 }
 
-// Infer queues one request body for model and waits for its answer. The returned error is one
-// of the package's sentinel errors (or wraps one, or is a *BackendError); classify maps it to
-// an HTTP status.
-func (g *Gateway) Infer(ctx context.Context, model string, body []byte) (Response, error) {
+// Stats are counters of one model's batcher since it started.
+type Stats struct {
+	// Batches is the number of batches dispatched; Dispatched the number of requests in them.
+	Batches, Dispatched int64
+}
+
+// MeanBatchSize returns Dispatched / Batches, or 0 before the first batch.
+func (s Stats) MeanBatchSize() float64 {
+	if s.Batches == 0 {
+		return 0
+	}
+	return float64(s.Dispatched) / float64(s.Batches)
+}
+
+// Stats returns a model's batching counters.
+func (g *Gateway) Stats(model string) (Stats, error) {
 	b, err := g.batcher(model)
 	if err != nil {
-		return Response{}, err
+		return Stats{}, err
 	}
-	var schema []TensorSpec
-	if s := b.schema.Load(); s != nil {
-		schema = *s
-	}
-	req, err := ParseRequest(body, schema)
-	if err != nil {
-		return Response{}, err
-	}
-	return b.submit(ctx, req)
+	return Stats{Batches: b.batches.Load(), Dispatched: b.dispatched.Load()}, nil
 }
 
 // Close fails every waiting request with ErrShuttingDown, waits until batches in flight have

@@ -15,10 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // sumWorker is a tiny OIP v2 worker for model "m": input x [N,2] FP32, output y [N,1] = row sum.
+// It is written with encoding/json, independently of package oip.
 func sumWorker(t *testing.T) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -45,7 +47,7 @@ func sumWorker(t *testing.T) *httptest.Server {
 			out[i] = in.Data[2*i] + in.Data[2*i+1]
 		}
 		data, _ := json.Marshal(out)
-		w.Header().Set(ServiceTimeHeader, "250")
+		w.Header().Set(oip.HeaderServiceTime, "1000")
 		fmt.Fprintf(w, `{"model_name":"m","id":%q,"outputs":[{"name":"y","datatype":"FP32","shape":[%d,1],"data":%s}]}`, req.ID, n, data)
 	})
 	s := httptest.NewServer(mux)
@@ -53,7 +55,7 @@ func sumWorker(t *testing.T) *httptest.Server {
 	return s
 }
 
-func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *httptest.Server, *prometheus.Registry) {
+func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *httptest.Server) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	g, err := New(Options{Registerer: reg})
@@ -68,14 +70,20 @@ func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *h
 			t.Fatal(err)
 		}
 	}
-	s := httptest.NewServer(g.Handler(HandlerOptions{Gatherer: reg, MaxBodyBytes: 4096}))
+	lim := oip.DefaultLimits()
+	lim.MaxBodyBytes = 4096
+	h, err := g.Handler(HandlerOptions{Gatherer: reg, OIP: oip.HandlerOptions{Limits: lim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(h)
 	t.Cleanup(func() { s.Close(); g.Close(context.Background()) })
-	return g, s, reg
+	return g, s
 }
 
 func TestHTTPBadInput(t *testing.T) {
 	w := sumWorker(t)
-	_, s, _ := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
 	tests := []struct {
 		name, method, path, body string
 		wantStatus               int
@@ -83,21 +91,21 @@ func TestHTTPBadInput(t *testing.T) {
 	}{
 		{"ok", "POST", "/v2/models/m/infer", string(body("a", 1, "")), 200, ""},
 		{"ok versioned path", "POST", "/v2/models/m/versions/1/infer", string(body("a", 2, "")), 200, ""},
-		{"malformed JSON", "POST", "/v2/models/m/infer", `{"inputs":[`, 400, "decode body"},
-		{"empty body", "POST", "/v2/models/m/infer", ``, 400, "decode body"},
-		{"no inputs", "POST", "/v2/models/m/infer", `{"inputs":[]}`, 400, "inputs: at least one"},
+		{"malformed JSON", "POST", "/v2/models/m/infer", `{"inputs":[`, 400, "bad request"},
+		{"empty body", "POST", "/v2/models/m/infer", ``, 400, "bad request"},
+		{"no inputs", "POST", "/v2/models/m/infer", `{"inputs":[]}`, 400, "missing inputs"},
 		{"unknown model", "POST", "/v2/models/nope/infer", string(body("a", 1, "")), 404, "model not found"},
-		{"wrong input name", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"z","datatype":"FP32","shape":[1,2],"data":[1,2]}]}`, 400, `no input "z"`},
-		{"wrong datatype", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"INT64","shape":[1,2],"data":[1,2]}]}`, 400, "model wants FP32"},
-		{"unsupported datatype", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"BYTES","shape":[1],"data":["a"]}]}`, 400, "unsupported"},
-		{"wrong row shape", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}`, 400, "model wants [-1 2]"},
-		{"data count mismatch", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[2,2],"data":[1,2,3]}]}`, 400, "needs 4 elements, got 3"},
-		{"zero dimension", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[0,2],"data":[]}]}`, 400, "shape[0]"},
-		{"non-numeric data", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,"b"]}]}`, 400, "not a number"},
-		{"bad timeout", "POST", "/v2/models/m/infer", string(body("a", 1, `"parameters":{"timeout":-5},`)), 400, "parameters.timeout"},
-		{"body too large", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,2]}],"pad":"` + strings.Repeat("x", 5000) + `"}`, 400, "larger than 4096"},
-		{"GET on infer", "GET", "/v2/models/m/infer", ``, 405, ""},
-		{"unknown route", "GET", "/v3/x", ``, 404, "no route"},
+		{"wrong input name", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"z","datatype":"FP32","shape":[1,2],"data":[1,2]}]}`, 400, `"z"`},
+		{"wrong datatype", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"INT64","shape":[1,2],"data":[1,2]}]}`, 400, "expects FP32"},
+		{"unsupported datatype", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP16","shape":[1,2],"data":[1,2]}]}`, 400, "FP16"},
+		{"wrong row shape", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}`, 400, "expects [-1 2]"},
+		{"data count mismatch", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[2,2],"data":[1,2,3]}]}`, 400, "bad request"},
+		{"non-numeric data", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,"b"]}]}`, 400, "bad request"},
+		{"unknown output", "POST", "/v2/models/m/infer", `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"data":[1,2]}],"outputs":[{"name":"q"}]}`, 400, `"q"`},
+		{"bad timeout", "POST", "/v2/models/m/infer", string(body("a", 1, `"parameters":{"timeout":-5},`)), 400, "timeout"},
+		{"body too large", "POST", "/v2/models/m/infer", `{"id":"` + strings.Repeat("x", 5000) + `"}`, 413, "too large"},
+		{"GET on infer", "GET", "/v2/models/m/infer", ``, 405, "method not allowed"},
+		{"unknown route", "GET", "/v3/x", ``, 404, "not found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,14 +132,14 @@ func TestHTTPBadInput(t *testing.T) {
 
 func TestHTTPBatchSplitsRows(t *testing.T) {
 	w := sumWorker(t)
-	// Window long enough that all five requests (1..5 rows) form one batch.
-	_, s, reg := newHTTPGateway(t, &fixedPolicy{max: 5, wait: time.Second}, w.URL)
+	// A window long enough that all five requests (1..5 rows) form one batch.
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 5, wait: time.Minute}, w.URL)
 	type got struct {
-		status int
-		batch  string
-		svc    string
-		out    []float64
-		id     string
+		Status int
+		Svc    string
+		Batch  float64
+		ID     string
+		Out    []float64
 	}
 	results := make([]got, 5)
 	var wg sync.WaitGroup
@@ -146,39 +154,29 @@ func TestHTTPBatchSplitsRows(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			var r struct {
-				ID      string `json:"id"`
-				Outputs []struct {
-					Shape []int64   `json:"shape"`
-					Data  []float64 `json:"data"`
+				ID         string             `json:"id"`
+				Parameters map[string]float64 `json:"parameters"`
+				Outputs    []struct {
+					Data []float64 `json:"data"`
 				} `json:"outputs"`
 			}
 			json.NewDecoder(resp.Body).Decode(&r)
-			g := got{status: resp.StatusCode, batch: resp.Header.Get(BatchSizeHeader), svc: resp.Header.Get(ServiceTimeHeader), id: r.ID}
+			g := got{Status: resp.StatusCode, Svc: resp.Header.Get(oip.HeaderServiceTime), ID: r.ID, Batch: r.Parameters[ParamBatchSize]}
 			if len(r.Outputs) == 1 {
-				g.out = r.Outputs[0].Data
+				g.Out = r.Outputs[0].Data
 			}
 			results[i] = g
 		}()
 	}
 	wg.Wait()
 	for i, r := range results {
-		// body(id, rows) holds 0,1,2,...; row k sums to 4k+1.
-		want := got{status: 200, batch: "5", svc: "250", id: fmt.Sprint("r", i)}
+		// body(id, rows) holds 0,1,2,...; row k sums to 4k+1. The 1000 µs batch is shared by 5.
+		want := got{Status: 200, Svc: "200", Batch: 5, ID: fmt.Sprint("r", i)}
 		for k := range i + 1 {
-			want.out = append(want.out, float64(4*k+1))
+			want.Out = append(want.Out, float64(4*k+1))
 		}
 		if d := diff(want, r); d != "" {
 			t.Errorf("request %d (-want +got):\n%s", i, d)
-		}
-	}
-	mfs, _ := reg.Gather()
-	var names []string
-	for _, mf := range mfs {
-		names = append(names, mf.GetName())
-	}
-	for _, want := range []string{"sloserve_requests_total", "sloserve_request_duration_seconds", "sloserve_batch_size", "sloserve_queue_depth", "sloserve_instances"} {
-		if !strings.Contains(strings.Join(names, " "), want) {
-			t.Errorf("metric %s not registered; have %v", want, names)
 		}
 	}
 	resp, err := http.Get(s.URL + "/metrics")
@@ -187,15 +185,22 @@ func TestHTTPBatchSplitsRows(t *testing.T) {
 	}
 	mb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(mb), `sloserve_requests_total{model="m",outcome="ok"} 5`) {
-		t.Errorf("/metrics does not count 5 ok requests:\n%s", mb)
+	for _, want := range []string{
+		`sloserve_requests_total{model="m",outcome="ok"} 5`,
+		`sloserve_request_duration_seconds_count{model="m"} 5`,
+		`sloserve_batch_size_sum{model="m"} 5`,
+		`sloserve_queue_depth{model="m"} 0`,
+		`sloserve_instances{model="m",state="ready"} 1`,
+	} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 
 func TestHTTPBackendDown(t *testing.T) {
 	w := sumWorker(t)
-	addr := w.URL
-	_, s, _ := newHTTPGateway(t, &fixedPolicy{max: 1}, addr)
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
 	w.Close()
 	resp, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("a", 1, "")))
 	if err != nil {
@@ -207,19 +212,51 @@ func TestHTTPBackendDown(t *testing.T) {
 	}
 }
 
+func TestHTTPBackendError502(t *testing.T) {
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, `{"name":"m","platform":"t","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[]}`)
+			return
+		}
+		w.WriteHeader(500)
+		io.WriteString(w, `{"error":"kaput"}`)
+	}))
+	defer bad.Close()
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, bad.URL)
+	resp, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("a", 1, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "kaput") {
+		t.Errorf("backend 500: got %d %s, want 502 naming the backend's error", resp.StatusCode, b)
+	}
+}
+
 func TestHTTPHealth(t *testing.T) {
-	_, s, _ := newHTTPGateway(t, &fixedPolicy{max: 1}, "")
-	for _, tc := range []struct {
-		path string
-		want int
-	}{{"/v2/health/live", 200}, {"/v2/health/ready", 503}, {"/v2/models/m/ready", 503}, {"/v2/models/m", 200}, {"/v2", 200}, {"/v2/models/x", 404}} {
-		resp, err := http.Get(s.URL + tc.path)
+	g, s := newHTTPGateway(t, &fixedPolicy{max: 1}, "")
+	check := func(path string, want int) {
+		t.Helper()
+		resp, err := http.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != tc.want {
-			t.Errorf("GET %s (-want +got): -%d +%d", tc.path, tc.want, resp.StatusCode)
+		if resp.StatusCode != want {
+			t.Errorf("GET %s (-want +got): -%d +%d", path, want, resp.StatusCode)
 		}
 	}
+	check("/v2/health/live", 200)
+	check("/v2/health/ready", 503)
+	check("/v2/models/m/ready", 503)
+	check("/v2/models/m", 503) // metadata not learnt yet
+	check("/v2", 200)
+	check("/v2/models/x", 404)
+	w := sumWorker(t)
+	if err := g.AddInstance(context.Background(), "m", Instance{ID: "w", Addr: w.URL}); err != nil {
+		t.Fatal(err)
+	}
+	check("/v2/health/ready", 200)
+	check("/v2/models/m", 200)
 }

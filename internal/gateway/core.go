@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sloserve/sloserve/internal/oip"
+)
+
+// The Gateway is the oip.Core behind the shared OIP v2 handler.
+var _ oip.Core = (*Gateway)(nil)
+
+// ServerMetadata implements oip.Core.
+func (g *Gateway) ServerMetadata(ctx context.Context) (oip.ServerMetadata, error) {
+	return oip.ServerMetadata{Name: "sloserve-gateway", Version: "0", Extensions: []string{}}, nil
+}
+
+// Ready implements oip.Core: the gateway is ready while it is open and every model has at least
+// one instance taking batches.
+func (g *Gateway) Ready(ctx context.Context) bool {
+	if g.closed.Load() {
+		return false
+	}
+	for _, m := range g.ModelNames() {
+		if ok, _ := g.ModelReady(ctx, m, ""); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Models implements oip.Core.
+func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error) {
+	names := g.ModelNames()
+	out := make([]oip.RepositoryIndexEntry, 0, len(names))
+	for _, n := range names {
+		state := oip.StateReady
+		if ok, _ := g.ModelReady(ctx, n, ""); !ok {
+			state = oip.StateUnavailable
+		}
+		out = append(out, oip.RepositoryIndexEntry{Name: n, State: state})
+	}
+	return out, nil
+}
+
+// ModelMetadata implements oip.Core: the metadata configured for the model or learnt from its
+// first instance.
+func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
+	b, err := g.batcher(model)
+	if err != nil {
+		return nil, err
+	}
+	md := b.md.Load()
+	if md == nil {
+		return nil, ErrNoMetadata
+	}
+	return md, nil
+}
+
+// ModelReady implements oip.Core.
+func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, error) {
+	ids, err := g.Instances(model)
+	if err != nil {
+		return false, err
+	}
+	return len(ids) > 0, nil
+}
+
+// Infer implements oip.Core: it queues the validated request in its model's batcher and waits
+// for the answer. The deadline is the handler's arrival time plus the request's own bound
+// (parameters "timeout" in µs or "latency_ms"), or else the model's SLO threshold.
+func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
+	b, err := g.batcher(c.Model)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := oip.Rows(c.Request); err != nil {
+		return nil, err
+	}
+	timeout := b.spec.Threshold
+	if d := c.SLO.Bound(); d > 0 {
+		timeout = d
+	}
+	arrival := c.Arrival
+	if arrival.IsZero() {
+		arrival = time.Now()
+	}
+	return b.submit(ctx, c.Request, arrival, timeout)
+}
+
+// HandlerOptions configure the gateway's HTTP handler.
+type HandlerOptions struct {
+	// OIP configures the shared OIP v2 handler (limits, Retry-After); its Observe is set by the
+	// gateway to record request metrics.
+	OIP oip.HandlerOptions
+	// Gatherer serves /metrics; nil serves no /metrics route.
+	Gatherer prometheus.Gatherer
+}
+
+// Handler returns the gateway's HTTP handler: the shared OIP v2 REST handler over the gateway
+// (health, metadata, inference) plus /metrics.
+func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
+	o := opts.OIP
+	o.Observe = g.observe
+	h, err := oip.NewHandler(g, o)
+	if err != nil {
+		return nil, fmt.Errorf("gateway handler: %w", err)
+	}
+	if opts.Gatherer == nil {
+		return h, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("/", h)
+	return mux, nil
+}
+
+// observe counts one answered inference request; requests for unknown models are not counted,
+// which keeps the model label bounded.
+func (g *Gateway) observe(o oip.Observation) {
+	if o.Route != oip.RouteInfer {
+		return
+	}
+	b, ok := (*g.batchers.Load())[o.Model]
+	if !ok {
+		return
+	}
+	b.m.outcome[outcomeOf(o.Code)].Inc()
+	b.m.duration.Observe(o.Elapsed.Seconds())
+}
+
+// ServerOptions bound the gateway's http.Server.
+type ServerOptions struct {
+	// Addr is the listen address, e.g. "127.0.0.1:8080".
+	Addr string
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the http.Server timeouts;
+	// zero values get 5 s, 30 s, 60 s and 120 s.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes bounds request headers, in bytes; 0 means 64 KiB.
+	MaxHeaderBytes int
+}
+
+// NewServer returns an http.Server for h with every timeout and limit set.
+func NewServer(h http.Handler, o ServerOptions) *http.Server {
+	def := func(d, v time.Duration) time.Duration {
+		if d <= 0 {
+			return v
+		}
+		return d
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 64 << 10
+	}
+	return &http.Server{
+		Addr:              o.Addr,
+		Handler:           h,
+		ReadHeaderTimeout: def(o.ReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       def(o.ReadTimeout, 30*time.Second),
+		WriteTimeout:      def(o.WriteTimeout, 60*time.Second),
+		IdleTimeout:       def(o.IdleTimeout, 120*time.Second),
+		MaxHeaderBytes:    o.MaxHeaderBytes,
+	}
+}
