@@ -8,29 +8,23 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	configs := map[string]func(*batching.Config){
+		"mlproxy with memoized estimates": func(c *batching.Config) { c.Policy = batching.PolicyMLProxy },
+	}
 	for _, name := range batching.Names() {
+		configs[name] = func(c *batching.Config) { c.Policy = name; c.MLProxy.RefreshInterval = 0 }
+	}
+	for name, mutate := range configs {
 		t.Run(name, func(t *testing.T) {
 			cfg := batching.DefaultConfig()
-			cfg.Policy = name
-			cfg.MLProxy.RefreshInterval = 0
+			mutate(&cfg)
+			if _, err := batching.New(cfg); err != nil {
+				t.Fatal(err)
+			}
 			batchingtest.Run(t, func() batching.Policy {
-				p, err := batching.New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p, _ := batching.New(cfg) // validated above
 				return p
 			})
 		})
 	}
-	t.Run("mlproxy with memoized estimates", func(t *testing.T) {
-		cfg := batching.DefaultConfig()
-		cfg.Policy = batching.PolicyMLProxy
-		batchingtest.Run(t, func() batching.Policy {
-			p, err := batching.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		})
-	})
 }

@@ -10,12 +10,14 @@ import (
 // added in non-decreasing time order. Adding and counting never allocate; Quantile reuses a
 // scratch buffer allocated once. A Window is not safe for concurrent use.
 type Window struct {
-	at      []int64 // sample times, Unix nanoseconds, ring
+	at      []int64 // sample times, nanoseconds since epoch, ring
 	val     []int64 // sample latencies, nanoseconds, ring
 	head    int     // index of the oldest sample
 	n       int     // samples held
 	maxAge  int64
 	scratch []int64
+	epoch   time.Time // time of the first sample; times are kept relative to it
+	started bool
 }
 
 // NewWindow returns a Window of at most maxSamples samples (≥ 1) no older than maxAge
@@ -37,7 +39,10 @@ func NewWindow(maxSamples int, maxAge time.Duration) *Window {
 
 // Add records latency v observed at now, evicting the oldest sample when full.
 func (w *Window) Add(now time.Time, v time.Duration) {
-	t := now.UnixNano()
+	if !w.started {
+		w.epoch, w.started = now, true
+	}
+	t := int64(now.Sub(w.epoch))
 	c := len(w.at)
 	if w.n == c {
 		w.at[w.head], w.val[w.head] = t, int64(v)
@@ -60,7 +65,10 @@ func (w *Window) expire(now time.Time) {
 	if w.maxAge == math.MaxInt64 {
 		return
 	}
-	cut := now.UnixNano() - w.maxAge
+	if !w.started {
+		return
+	}
+	cut := int64(now.Sub(w.epoch)) - w.maxAge
 	c := len(w.at)
 	for w.n > 0 && w.at[w.head] < cut {
 		w.head++

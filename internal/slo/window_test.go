@@ -94,3 +94,13 @@ func BenchmarkWindowQuantile1000(b *testing.B) {
 		w.Quantile(now, 0.95)
 	}
 }
+
+func TestWindowZeroEpoch(t *testing.T) {
+	w := NewWindow(4, time.Second)
+	var zero time.Time
+	w.Add(zero, 5*time.Millisecond)
+	w.Add(zero.Add(500*time.Millisecond), 7*time.Millisecond)
+	if got, _ := w.Quantile(zero.Add(1200*time.Millisecond), 1); got != 7*time.Millisecond || w.Len(zero.Add(1200*time.Millisecond)) != 1 {
+		t.Errorf("window near the zero time (-want +got): -7ms 1 +%v %d", got, w.Len(zero.Add(1200*time.Millisecond)))
+	}
+}
