@@ -1,5 +1,196 @@
 package main
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
-func runProfile(ctx context.Context, args []string, e env) error { return notYet("profile") }
+	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/models/fashion"
+	bundled "github.com/sloserve/sloserve/models"
+)
+
+// profileReport is the JSON printed by `sloserve profile --json` for several model × runtime
+// pairs; a single pair prints its profileEntry alone (internal/profile.ReadWorkerProfile's shape).
+type profileReport struct {
+	Profiles []profileEntry `json:"profiles"`
+}
+
+// profileEntry is one model × runtime profile with the model's recorded test accuracy.
+type profileEntry struct {
+	models.Profile
+	Accuracy float64 `json:"accuracy,omitempty"`
+}
+
+// runProfile measures service time per batch size (and per operator) of bundled models.
+func runProfile(ctx context.Context, args []string, e env) error {
+	opts := models.DefaultProfileOptions()
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	modelFlag := fs.String("model", "", "bundled model `name`, comma-separated names, 'all', or a path to a .onnx file")
+	runtime := fs.String("runtime", models.RuntimeNative, "runtime: native, onnxruntime or both")
+	batches := fs.String("batches", "1,8,32,128", "comma-separated batch sizes")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table: one profile object, or {\"profiles\": [...]} for several")
+	fs.BoolVar(&opts.Operators, "operators", false, "also time each operator node (native runtime)")
+	fs.IntVar(&opts.MinRuns, "min-runs", opts.MinRuns, "least timed runs per batch size")
+	fs.IntVar(&opts.MaxRuns, "max-runs", opts.MaxRuns, "most timed runs per batch size")
+	fs.DurationVar(&opts.MinTime, "min-time", opts.MinTime, "least total timed duration per batch size")
+	ortLib := fs.String("onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
+	threads := fs.Int("threads", 1, "onnxruntime intra-op threads")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *modelFlag == "" {
+		return usagef("profile: --model is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
+	}
+	var runtimes []string
+	switch *runtime {
+	case models.RuntimeNative, models.RuntimeONNXRuntime:
+		runtimes = []string{*runtime}
+	case "both":
+		runtimes = []string{models.RuntimeNative, models.RuntimeONNXRuntime}
+	default:
+		return usagef("profile: --runtime %q must be native, onnxruntime or both", *runtime)
+	}
+	opts.Batches = nil
+	for _, s := range strings.Split(*batches, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || b < 1 {
+			return usagef("profile: --batches: %q is not a positive batch size", s)
+		}
+		opts.Batches = append(opts.Batches, b)
+	}
+	if *threads < 1 {
+		return usagef("profile: --threads %d must be ≥ 1", *threads)
+	}
+	if err := opts.Validate(); err != nil {
+		return usagef("profile: %v", err)
+	}
+	if opts.Operators && *runtime == models.RuntimeONNXRuntime {
+		return usagef("profile: --operators needs --runtime native or both")
+	}
+	type target struct {
+		name     string
+		onnx     []byte
+		accuracy float64
+	}
+	var targets []target
+	man, err := bundled.Manifest()
+	if err != nil {
+		return err
+	}
+	names := strings.Split(*modelFlag, ",")
+	if *modelFlag == "all" {
+		names = man.Names()
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".onnx") {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				return usagef("profile: --model: %v", err)
+			}
+			targets = append(targets, target{name: strings.TrimSuffix(n[strings.LastIndex(n, "/")+1:], ".onnx"), onnx: b})
+			continue
+		}
+		mi, ok := man.Model(n)
+		if !ok {
+			return usagef("profile: --model: unknown model %q (bundled: %s)", n, strings.Join(man.Names(), ", "))
+		}
+		b, err := bundled.Model(n)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{name: n, onnx: b, accuracy: mi.Accuracy})
+	}
+	sample, err := bundled.Sample()
+	if err != nil {
+		return err
+	}
+	// Inputs are real test images (cycled past 1,000): the native runtime skips zero pixels, so
+	// random or all-zero inputs would misstate its service time.
+	input := func(b int) []models.Tensor {
+		data := make([]float32, b*fashion.Pixels)
+		for i := 0; i < b; i++ {
+			j := i % sample.Len()
+			sample.Floats(data[i*fashion.Pixels:i*fashion.Pixels:i*fashion.Pixels+fashion.Pixels], j, j+1)
+		}
+		return []models.Tensor{{Shape: []int64{int64(b), fashion.Pixels}, Data: data}}
+	}
+	var report profileReport
+	for _, t := range targets {
+		for _, rt := range runtimes {
+			r, meta, err := models.Open(t.onnx, models.Options{Runtime: rt, Name: t.name, ORTLibrary: *ortLib, IntraOpThreads: *threads})
+			if errors.Is(err, models.ErrRuntimeUnavailable) && *runtime == "both" {
+				fmt.Fprintf(e.stderr, "profile: skipping %s on %s: %v\n", t.name, rt, err)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			po := opts
+			po.Operators = opts.Operators && rt == models.RuntimeNative
+			th := 1
+			if rt == models.RuntimeONNXRuntime {
+				th = *threads
+			}
+			p, err := models.MeasureProfile(ctx, r, meta, th, input, po)
+			r.Close()
+			if err != nil {
+				return err
+			}
+			report.Profiles = append(report.Profiles, profileEntry{Profile: p, Accuracy: t.accuracy})
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if len(report.Profiles) == 1 {
+			return enc.Encode(report.Profiles[0])
+		}
+		return enc.Encode(report)
+	}
+	printProfiles(e, report, opts.Batches)
+	return nil
+}
+
+func printProfiles(e env, rep profileReport, batches []int) {
+	us := func(ms float64) string { return strconv.FormatFloat(ms*1e3, 'f', 1, 64) }
+	fmt.Fprintf(e.stdout, "%-12s %-11s %6s", "model", "runtime", "acc")
+	for _, b := range batches {
+		fmt.Fprintf(e.stdout, " %11s", fmt.Sprintf("b=%d µs", b))
+	}
+	fmt.Fprintf(e.stdout, " %10s\n", "cost32/1")
+	for _, p := range rep.Profiles {
+		fmt.Fprintf(e.stdout, "%-12s %-11s %6.4f", p.Model, p.Runtime, p.Accuracy)
+		for _, b := range batches {
+			pt, _ := p.Point(b)
+			fmt.Fprintf(e.stdout, " %11s", us(pt.P50MS))
+		}
+		if r, ok := p.CostRatio(32); ok {
+			fmt.Fprintf(e.stdout, " %10.3f", r)
+		} else {
+			fmt.Fprintf(e.stdout, " %10s", "-")
+		}
+		fmt.Fprintln(e.stdout)
+	}
+	for _, p := range rep.Profiles {
+		for _, op := range p.Operators {
+			var total float64
+			for _, n := range op.Nodes {
+				total += n.P50MS
+			}
+			fmt.Fprintf(e.stdout, "\n%s (%s) operators at batch %d:\n", p.Model, p.Runtime, op.Batch)
+			for _, n := range op.Nodes {
+				share := 0.0
+				if total > 0 {
+					share = 100 * n.P50MS / total
+				}
+				fmt.Fprintf(e.stdout, "  %-16s %-12s %10s µs %5.1f%%\n", n.Node, n.OpType, us(n.P50MS), share)
+			}
+		}
+	}
+}

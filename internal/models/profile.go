@@ -53,11 +53,17 @@ func (o ProfileOptions) Validate() error {
 	return nil
 }
 
-// Profile is the measured service time of one model under one runtime: the JSON that
-// `sloserve profile --json` prints (inside {"profiles": [...]}) and internal/profile reads.
+// Profile is the measured service time of one model under one runtime. Its JSON is the
+// WorkerProfile shape that internal/profile.ReadWorkerProfile reads (model, runtime,
+// instance_type, slots, points[].batch/mean_ms/p50_ms/p95_ms/n) plus per_sample_ms, threads and
+// the optional per-operator medians.
 type Profile struct {
 	Model   string `json:"model"`
 	Runtime string `json:"runtime"`
+	// InstanceType names the machine measured on ("local": this machine).
+	InstanceType string `json:"instance_type"`
+	// Slots is the number of batches one instance runs at once (1: one Run at a time).
+	Slots int `json:"slots"`
 	// Threads is the runtime's intra-op thread count (the native runtime uses 1).
 	Threads int            `json:"threads"`
 	Points  []ProfilePoint `json:"points"`
@@ -65,17 +71,16 @@ type Profile struct {
 	Operators []OperatorProfile `json:"operators,omitempty"`
 }
 
-// ProfilePoint is the service time of one batch size.
+// ProfilePoint is the service time of one Run of a whole batch, in milliseconds.
 type ProfilePoint struct {
-	Batch int `json:"batch"`
-	// MedianNs is the median service time of one Run of the whole batch (nanoseconds).
-	MedianNs int64 `json:"median_ns"`
-	// P95Ns is the 95th percentile service time (nanoseconds).
-	P95Ns int64 `json:"p95_ns"`
-	// PerSampleNs is MedianNs / Batch (nanoseconds).
-	PerSampleNs float64 `json:"per_sample_ns"`
-	// Runs is the number of timed runs.
-	Runs int `json:"runs"`
+	Batch  int     `json:"batch"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	// PerSampleMS is P50MS / Batch.
+	PerSampleMS float64 `json:"per_sample_ms"`
+	// N is the number of timed runs.
+	N int `json:"n"`
 }
 
 // OperatorProfile is the median time of each node at one batch size.
@@ -84,11 +89,11 @@ type OperatorProfile struct {
 	Nodes []OperatorTime `json:"nodes"`
 }
 
-// OperatorTime is one node's median time (nanoseconds) over the profiled runs.
+// OperatorTime is one node's median time (milliseconds) over the profiled runs.
 type OperatorTime struct {
-	Node     string `json:"node"`
-	OpType   string `json:"op_type"`
-	MedianNs int64  `json:"median_ns"`
+	Node   string  `json:"node"`
+	OpType string  `json:"op_type"`
+	P50MS  float64 `json:"p50_ms"`
 }
 
 // Point returns the measured point of batch size b.
@@ -101,16 +106,18 @@ func (p Profile) Point(b int) (ProfilePoint, bool) {
 	return ProfilePoint{}, false
 }
 
-// CostRatio returns the per-request cost at batch b relative to batch 1:
+// CostRatio returns the per-request cost at batch b relative to batch 1 (medians):
 // (t(b)/b) / t(1); below 1 means batching pays. ok is false unless both were measured.
 func (p Profile) CostRatio(b int) (ratio float64, ok bool) {
 	one, ok1 := p.Point(1)
 	pb, ok2 := p.Point(b)
-	if !ok1 || !ok2 || one.MedianNs == 0 {
+	if !ok1 || !ok2 || one.P50MS == 0 {
 		return 0, false
 	}
-	return pb.PerSampleNs / float64(one.MedianNs), true
+	return pb.PerSampleMS / one.P50MS, true
 }
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // MeasureProfile times r at each batch size; input returns the inputs for a batch of b samples.
 // It is a measurement, not a decision: it reads the wall clock and runs the model many times.
@@ -118,7 +125,7 @@ func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, i
 	if err := opts.Validate(); err != nil {
 		return Profile{}, err
 	}
-	prof := Profile{Model: meta.Name, Runtime: meta.Runtime, Threads: threads}
+	prof := Profile{Model: meta.Name, Runtime: meta.Runtime, InstanceType: "local", Slots: 1, Threads: threads}
 	op, canOps := r.(OperatorProfiler)
 	if opts.Operators && !canOps {
 		return Profile{}, fmt.Errorf("profile %s: the %s runtime has no per-operator timing", meta.Name, meta.Runtime)
@@ -147,8 +154,8 @@ func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, i
 		slices.Sort(times)
 		med := times[len(times)/2]
 		prof.Points = append(prof.Points, ProfilePoint{
-			Batch: b, MedianNs: med.Nanoseconds(), P95Ns: times[(len(times)*95)/100].Nanoseconds(),
-			PerSampleNs: float64(med.Nanoseconds()) / float64(b), Runs: len(times),
+			Batch: b, MeanMS: ms(total) / float64(len(times)), P50MS: ms(med), P95MS: ms(times[(len(times)*95)/100]),
+			PerSampleMS: ms(med) / float64(b), N: len(times),
 		})
 		if opts.Operators {
 			nodes, err := operatorMedians(ctx, op, in, len(times))
@@ -180,7 +187,7 @@ func operatorMedians(ctx context.Context, op OperatorProfiler, in []Tensor, runs
 	out := make([]OperatorTime, len(per))
 	for j, ts := range per {
 		slices.Sort(ts)
-		out[j] = OperatorTime{Node: names[j].Node, OpType: names[j].OpType, MedianNs: ts[len(ts)/2].Nanoseconds()}
+		out[j] = OperatorTime{Node: names[j].Node, OpType: names[j].OpType, P50MS: ms(ts[len(ts)/2])}
 	}
 	return out, nil
 }

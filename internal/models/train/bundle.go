@@ -148,6 +148,9 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		fmt.Fprintf(log, "bundle %s: %d params, test accuracy %.4f, sample accuracy %.4f, trained in %s\n",
 			spec.Arch.Name, meta.Params, acc, sacc, res.Elapsed.Round(1e9))
 	}
+	if len(cfg.Models) > 0 {
+		mergeExisting(man, filepath.Join(cfg.Out, ManifestFile))
+	}
 	js, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
@@ -229,4 +232,33 @@ func roundAll(xs []float64) []float64 {
 		out[i] = round4(x)
 	}
 	return out
+}
+
+// mergeExisting keeps the entries (and serving roles) of models that this run did not train from
+// the manifest already at path, so `train --models a,b` refreshes a and b only. Entries are kept
+// in Bundled() order.
+func mergeExisting(man *models.Manifest, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	old, err := models.ParseManifest(b)
+	if err != nil {
+		return
+	}
+	for _, mi := range old.Models {
+		if _, ok := man.Model(mi.Name); !ok {
+			man.Models = append(man.Models, mi)
+		}
+	}
+	for role, name := range old.Serving {
+		if _, ok := man.Serving[role]; !ok {
+			man.Serving[role] = name
+		}
+	}
+	rank := map[string]int{}
+	for i, s := range Bundled() {
+		rank[s.Arch.Name] = i
+	}
+	slices.SortStableFunc(man.Models, func(a, b models.ModelInfo) int { return rank[a.Name] - rank[b.Name] })
 }
