@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+func TestProfileAndTrainUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"profile without model", []string{"profile"}},
+		{"profile unknown model", []string{"profile", "--model", "resnet"}},
+		{"profile bad runtime", []string{"profile", "--model", "logreg", "--runtime", "tpu"}},
+		{"profile zero batch", []string{"profile", "--model", "logreg", "--batches", "1,0"}},
+		{"profile operators on onnxruntime", []string{"profile", "--model", "logreg", "--runtime", "onnxruntime", "--operators"}},
+		{"train negative epochs", []string{"train", "--epochs", "-1"}},
+		{"train unknown model", []string{"train", "--models", "resnet"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, nil, &out, &errOut)
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Errorf("run(%v) error = %v, want a usage error (exit status 2)", tc.args, err)
+			}
+		})
+	}
+}
+
+func TestProfileJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"profile", "--model", "logreg", "--batches", "1,4", "--min-runs", "2", "--max-runs", "2", "--min-time", "0s", "--operators", "--json"}
+	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
+		t.Fatalf("run(%v): %v\n%s", args, err, errOut.String())
+	}
+	var p profileEntry
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatalf("profile --json output does not parse: %v\n%s", err, out.String())
+	}
+	if len(p.Points) != 2 || p.Points[0].Batch != 1 || p.Points[1].Batch != 4 || p.Points[0].P50MS <= 0 {
+		t.Errorf("points = %+v, want batch 1 and 4 with positive times", p.Points)
+	}
+	if len(p.Operators) != 2 || len(p.Operators[0].Nodes) == 0 {
+		t.Errorf("operators = %+v, want per-node times for both batch sizes", p.Operators)
+	}
+}
