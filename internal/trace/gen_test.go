@@ -57,6 +57,7 @@ func TestGeneratorRates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rate, rho := stats(t, tt.src, 200_000)
+			t.Logf("rate %.3f (analytic %.3f), lag-1 %.4f (analytic %.4f)", rate, tt.wantRate, rho, tt.wantRho)
 			if math.Abs(rate/tt.wantRate-1) > 0.02 {
 				t.Errorf("mean rate (-want +got): -%.3f +%.3f", tt.wantRate, rate)
 			}
@@ -82,6 +83,7 @@ func TestSharedMAPFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate, rho := stats(t, m.Arrivals(7), 200_000)
+	t.Logf("twitter hour 1: rate %.3f (analytic %.3f), lag-1 %.4f (analytic %.4f)", rate, m.Rate(), rho, m.Lag1())
 	if math.Abs(rate/m.Rate()-1) > 0.02 {
 		t.Errorf("mean rate (-want +got): -%.3f +%.3f", m.Rate(), rate)
 	}
