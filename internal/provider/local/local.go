@@ -1,0 +1,407 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/provider"
+)
+
+// Config configures the local provider. Zero fields take the defaults named below.
+type Config struct {
+	// Binary is the sloserve executable to run as `Binary worker ...`; "" means os.Executable().
+	Binary string
+	// Args are extra arguments after `worker --addr 127.0.0.1:0 --models <model>`
+	// (e.g. "--runtime", "native").
+	Args []string
+	// Env is added to the worker's environment (KEY=value).
+	Env []string
+	// StartTimeout bounds how long a worker may take to print its address and become ready;
+	// default DefaultStartTimeout.
+	StartTimeout time.Duration
+	// HealthInterval is the period of /v2/health/ready checks of a ready worker; default
+	// DefaultHealthInterval.
+	HealthInterval time.Duration
+	// HealthFailures is how many consecutive failed checks make a worker be killed and restarted;
+	// default DefaultHealthFailures.
+	HealthFailures int
+	// StopTimeout is how long a worker has between SIGTERM and SIGKILL; default DefaultStopTimeout.
+	StopTimeout time.Duration
+	// RestartBackoff is the pause before restarting a crashed worker; default DefaultRestartBackoff.
+	RestartBackoff time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultStartTimeout   = 30 * time.Second
+	DefaultHealthInterval = time.Second
+	DefaultHealthFailures = 3
+	DefaultStopTimeout    = 5 * time.Second
+	DefaultRestartBackoff = 500 * time.Millisecond
+)
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"start_timeout", c.StartTimeout}, {"health_interval", c.HealthInterval}, {"stop_timeout", c.StopTimeout}, {"restart_backoff", c.RestartBackoff}} {
+		if d.v < 0 {
+			return fmt.Errorf("local.%s: must be ≥ 0, got %v", d.name, d.v)
+		}
+	}
+	if c.HealthFailures < 0 {
+		return fmt.Errorf("local.health_failures: must be ≥ 0, got %d", c.HealthFailures)
+	}
+	return nil
+}
+
+func (c *Config) fill() error {
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("local provider: find own executable: %w", err)
+		}
+		c.Binary = exe
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.StartTimeout, DefaultStartTimeout)
+	def(&c.HealthInterval, DefaultHealthInterval)
+	def(&c.StopTimeout, DefaultStopTimeout)
+	def(&c.RestartBackoff, DefaultRestartBackoff)
+	if c.HealthFailures == 0 {
+		c.HealthFailures = DefaultHealthFailures
+	}
+	return nil
+}
+
+// Provider runs instances as worker processes. It is safe for concurrent use.
+type Provider struct {
+	cfg  Config
+	log  *slog.Logger
+	http *http.Client
+
+	mu     sync.Mutex
+	insts  map[string]*proc
+	seq    int
+	closed bool
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider; log may be nil.
+func New(cfg Config, log *slog.Logger) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}}, nil
+}
+
+// proc supervises one instance: its current process and its restarts.
+type proc struct {
+	p    *Provider
+	stop chan struct{} // closed by Terminate
+	done chan struct{} // closed when the supervisor has exited and no process runs
+
+	mu       sync.Mutex
+	inst     provider.Instance
+	pid      int
+	restarts int
+	changed  chan struct{} // closed and replaced on every state change
+}
+
+// Launch starts a worker for spec.Model and returns at once with the instance launching.
+func (p *Provider) Launch(ctx context.Context, spec provider.Spec) (provider.Instance, error) {
+	if spec.Model == "" {
+		return provider.Instance{}, fmt.Errorf("local launch: spec.model must not be empty")
+	}
+	if spec.Type == "" {
+		spec.Type = "local"
+	}
+	if spec.Tier == "" {
+		spec.Tier = provider.TierVM
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return provider.Instance{}, errors.New("local launch: provider closed")
+	}
+	p.seq++
+	id := spec.Model + "-" + strconv.Itoa(p.seq)
+	pr := &proc{p: p, stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}),
+		inst: provider.Instance{ID: id, Spec: spec, State: provider.StateLaunching, Launched: time.Now()}}
+	p.insts[id] = pr
+	go pr.supervise()
+	p.log.Info("launching worker", "instance", id, "model", spec.Model)
+	return pr.snapshot(), nil
+}
+
+// Terminate stops an instance's worker (SIGTERM, then SIGKILL after StopTimeout) and returns
+// once it has exited or ctx is done.
+func (p *Provider) Terminate(ctx context.Context, id string) error {
+	p.mu.Lock()
+	pr, ok := p.insts[id]
+	if ok {
+		delete(p.insts, id)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("local terminate %s: %w", id, provider.ErrNotFound)
+	}
+	close(pr.stop)
+	select {
+	case <-pr.done:
+		p.log.Info("worker terminated", "instance", id)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("local terminate %s: %w", id, ctx.Err())
+	}
+}
+
+// Instances returns every instance not yet terminated, as last seen.
+func (p *Provider) Instances(ctx context.Context) ([]provider.Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]provider.Instance, 0, len(p.insts))
+	for _, pr := range p.insts {
+		out = append(out, pr.snapshot())
+	}
+	return out, nil
+}
+
+// WaitReady returns the instance once it is ready, or an error when ctx ends first.
+func (p *Provider) WaitReady(ctx context.Context, id string) (provider.Instance, error) {
+	p.mu.Lock()
+	pr, ok := p.insts[id]
+	p.mu.Unlock()
+	if !ok {
+		return provider.Instance{}, fmt.Errorf("local wait %s: %w", id, provider.ErrNotFound)
+	}
+	for {
+		pr.mu.Lock()
+		inst, ch := pr.inst, pr.changed
+		pr.mu.Unlock()
+		if inst.State == provider.StateReady {
+			return inst, nil
+		}
+		select {
+		case <-ch:
+		case <-pr.done:
+			return inst, fmt.Errorf("local wait %s: instance terminated", id)
+		case <-ctx.Done():
+			return inst, fmt.Errorf("local wait %s: %w (state %s)", id, ctx.Err(), inst.State)
+		}
+	}
+}
+
+// Close terminates every instance and waits for the processes to exit.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ids := make([]string, 0, len(p.insts))
+	for id := range p.insts {
+		ids = append(ids, id)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := p.Terminate(context.Background(), id); err != nil && !errors.Is(err, provider.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (pr *proc) snapshot() provider.Instance {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.inst
+}
+
+func (pr *proc) set(f func(*provider.Instance)) {
+	pr.mu.Lock()
+	f(&pr.inst)
+	close(pr.changed)
+	pr.changed = make(chan struct{})
+	pr.mu.Unlock()
+}
+
+// supervise runs the worker, restarting it whenever it exits or fails its health checks, until
+// stop is closed.
+func (pr *proc) supervise() {
+	defer close(pr.done)
+	log := pr.p.log.With("instance", pr.inst.ID)
+	for {
+		err := pr.runOnce(log)
+		select {
+		case <-pr.stop:
+			pr.set(func(in *provider.Instance) { in.State = provider.StateTerminated; in.Addr = "" })
+			return
+		default:
+		}
+		pr.mu.Lock()
+		pr.restarts++
+		n := pr.restarts
+		pr.mu.Unlock()
+		log.Warn("worker exited; restarting", "err", err, "restarts", n)
+		pr.set(func(in *provider.Instance) { in.State = provider.StateLaunching; in.Addr = ""; in.Ready = time.Time{} })
+		select {
+		case <-pr.stop:
+			pr.set(func(in *provider.Instance) { in.State = provider.StateTerminated })
+			return
+		case <-time.After(pr.p.cfg.RestartBackoff):
+		}
+	}
+}
+
+// listenRE finds the worker's address in its log line "listening on http://host:port".
+var listenRE = regexp.MustCompile(`listening on (https?://[^\s"]+)`)
+
+// runOnce starts one worker process and supervises it until it exits, fails its health checks,
+// or stop is closed; it always leaves no process behind.
+func (pr *proc) runOnce(log *slog.Logger) error {
+	cfg := pr.p.cfg
+	args := append([]string{"worker", "--addr", "127.0.0.1:0", "--models", pr.inst.Spec.Model}, cfg.Args...)
+	cmd := exec.Command(cfg.Binary, args...)
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	// Own process group, so that stopping reaches the worker's children; and the kernel kills
+	// the worker if this process dies, so a crash of sloserve leaks no worker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return fmt.Errorf("start %s: %w", cfg.Binary, err)
+	}
+	w.Close()
+	pr.mu.Lock()
+	pr.pid = cmd.Process.Pid
+	pr.mu.Unlock()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	addrc := make(chan string, 1)
+	go scanOutput(r, addrc, log)
+
+	kill := func(reason string) error {
+		stopProcess(cmd.Process, exited, cfg.StopTimeout)
+		return errors.New(reason)
+	}
+	// Wait for the address line.
+	start := time.NewTimer(cfg.StartTimeout)
+	defer start.Stop()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-exited:
+		return fmt.Errorf("worker exited before listening: %v", err)
+	case <-start.C:
+		return kill("worker did not print its address within " + cfg.StartTimeout.String())
+	case <-pr.stop:
+		return kill("stopped")
+	}
+	pr.set(func(in *provider.Instance) { in.Addr = addr })
+	// Wait for readiness, then check health periodically.
+	tick := time.NewTicker(min(cfg.HealthInterval, 50*time.Millisecond))
+	defer tick.Stop()
+	ready, fails := false, 0
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("worker exited: %v", err)
+		case <-pr.stop:
+			return kill("stopped")
+		case <-start.C:
+			if !ready {
+				return kill("worker not ready within " + cfg.StartTimeout.String())
+			}
+		case <-tick.C:
+			ok := pr.p.healthy(addr)
+			switch {
+			case ok && !ready:
+				ready = true
+				tick.Reset(cfg.HealthInterval)
+				pr.set(func(in *provider.Instance) { in.State = provider.StateReady; in.Ready = time.Now() })
+				log.Info("worker ready", "addr", addr)
+			case ok:
+				fails = 0
+			case ready:
+				fails++
+				if fails >= cfg.HealthFailures {
+					return kill(fmt.Sprintf("worker failed %d health checks", fails))
+				}
+			}
+		}
+	}
+}
+
+func (p *Provider) healthy(addr string) bool {
+	resp, err := p.http.Get(addr + "/v2/health/ready")
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// scanOutput reads the worker's output: the first address line goes to addrc, the rest is
+// logged at debug level. It returns when the worker closes its output.
+func scanOutput(r io.ReadCloser, addrc chan<- string, log *slog.Logger) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	found := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !found {
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				found = true
+				addrc <- m[1]
+				continue
+			}
+		}
+		log.Debug("worker", "line", line)
+	}
+}
+
+// stopProcess sends SIGTERM to the worker's process group, and SIGKILL after grace; it returns
+// once the process has been reaped.
+func stopProcess(p *os.Process, exited <-chan error, grace time.Duration) {
+	_ = syscall.Kill(-p.Pid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	// Children that outlived the worker in its group.
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+}
