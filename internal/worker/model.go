@@ -44,6 +44,10 @@ func FromRunner(name string, r models.Runner, md models.Metadata) Model {
 	return Model{Name: name, Version: DefaultVersion, Platform: "onnx", Inputs: conv(md.Inputs), Outputs: conv(md.Outputs), Runner: r}
 }
 
+// ErrUnknownModel is wrapped by Load errors for a model name found neither in the directory nor
+// in the catalog, or named twice; the CLI reports it as a usage error.
+var ErrUnknownModel = errors.New("unknown model")
+
 // Catalog opens models by name; the embedded bundle (package models/bundled) is one.
 type Catalog interface {
 	// Names lists the models the catalog can open.
@@ -97,7 +101,7 @@ func Load(cat Catalog, cfg LoadConfig) (ms []Model, err error) {
 	seen := map[string]bool{}
 	for _, name := range names {
 		if name == "" || seen[name] {
-			return ms, fmt.Errorf("load models: model name %q is empty or repeated", name)
+			return ms, fmt.Errorf("load models: %w: name %q is empty or repeated", ErrUnknownModel, name)
 		}
 		seen[name] = true
 		opts := cfg.Options
@@ -125,7 +129,7 @@ func Load(cat Catalog, cfg LoadConfig) (ms []Model, err error) {
 			if cat != nil {
 				have = cat.Names()
 			}
-			return ms, fmt.Errorf("load models: no model %q in %s (bundled: %v)", name, where, have)
+			return ms, fmt.Errorf("load models: %w: no model %q in %s (bundled: %v)", ErrUnknownModel, name, where, have)
 		}
 		if err != nil {
 			return ms, fmt.Errorf("load model %q: %w", name, err)
