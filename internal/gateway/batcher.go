@@ -74,6 +74,7 @@ type batcher struct {
 	spec   slo.Spec
 	policy batching.Policy
 	limit  int
+	slots  int
 	m      *modelMetrics
 	md     atomic.Pointer[oip.ModelMetadata]
 
@@ -105,7 +106,7 @@ type batcher struct {
 
 func newBatcher(g *Gateway, m Model) *batcher {
 	b := &batcher{
-		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit,
+		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots,
 		m:           g.metrics.forModel(m.Name),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),

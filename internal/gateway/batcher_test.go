@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -281,5 +282,42 @@ func TestBackendErrorAnswersEveryRequest(t *testing.T) {
 		if len(pol.observed) != 1 || !pol.observed[0].Failed {
 			t.Errorf("policy observed %+v, want one failed batch", pol.observed)
 		}
+	})
+}
+
+func TestSyncFollowsProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
+		g := newTestGateway(t, fb, &fixedPolicy{max: 1}, time.Second, 16, 0)
+		ctx := context.Background()
+		inst := func(id, addr string, st provider.State) provider.Instance {
+			return provider.Instance{ID: id, Addr: addr, State: st, Spec: provider.Spec{Model: "m"}}
+		}
+		steps := []struct {
+			name  string
+			insts []provider.Instance
+			want  []Instance
+		}{
+			{"launching is ignored", []provider.Instance{inst("a", "", provider.StateLaunching)}, nil},
+			{"ready is added", []provider.Instance{inst("a", "x1", provider.StateReady)},
+				[]Instance{{ID: "a", Addr: "x1", Slots: 1}}},
+			{"other model is ignored", []provider.Instance{inst("a", "x1", provider.StateReady),
+				{ID: "z", Addr: "z", State: provider.StateReady, Spec: provider.Spec{Model: "other"}}},
+				[]Instance{{ID: "a", Addr: "x1", Slots: 1}}},
+			{"restart on a new address replaces", []provider.Instance{inst("a", "x2", provider.StateReady)},
+				[]Instance{{ID: "a", Addr: "x2", Slots: 1}}},
+			{"gone is drained", nil, nil},
+		}
+		for _, s := range steps {
+			if err := g.Sync(ctx, s.insts); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			b, _ := g.batcher("m")
+			got, _ := b.list()
+			if d := diff(s.want, got); d != "" {
+				t.Errorf("%s: instances (-want +got):\n%s", s.name, d)
+			}
+		}
+		g.Close(ctx)
 	})
 }

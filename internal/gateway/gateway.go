@@ -41,6 +41,9 @@ type Model struct {
 	// QueueLimit is the largest number of requests waiting for dispatch; beyond it requests are
 	// refused with 429. 0 means DefaultQueueLimit.
 	QueueLimit int
+	// Slots is the number of batches each instance of the model takes at once when the instance
+	// does not say (Instance.Slots); 0 means 1.
+	Slots int
 	// Metadata is the model's OIP metadata, against which the handler validates requests before
 	// they are queued; nil means learn it from the first instance added. Until it is known,
 	// requests are answered 503.
@@ -110,6 +113,9 @@ func (g *Gateway) AddModel(m Model) error {
 	if m.Policy == nil {
 		return fmt.Errorf("add model %s: policy must not be nil", m.Name)
 	}
+	if m.Slots < 0 {
+		return fmt.Errorf("add model %s: slots must be ≥ 0, got %d", m.Name, m.Slots)
+	}
 	if m.QueueLimit < 0 {
 		return fmt.Errorf("add model %s: queue limit must be ≥ 0, got %d", m.Name, m.QueueLimit)
 	}
@@ -167,7 +173,7 @@ func (g *Gateway) AddInstance(ctx context.Context, model string, in Instance) er
 		return fmt.Errorf("add instance to %s: id and addr must not be empty", model)
 	}
 	if in.Slots <= 0 {
-		in.Slots = 1
+		in.Slots = max(b.slots, 1)
 	}
 	if b.md.Load() == nil {
 		md, err := g.backend.Metadata(ctx, in.Addr, model)

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/provider"
+)
+
+// InstanceLister is the part of a provider.Provider that the gateway watches.
+type InstanceLister interface {
+	Instances(ctx context.Context) ([]provider.Instance, error)
+}
+
+// Sync makes the gateway's instances match the provider's: a ready instance of a served model
+// that the gateway does not know is added; a known instance that is no longer ready, or whose
+// address changed (a restarted worker), starts draining — its batches in flight complete, and
+// waiting requests go to the other instances. Instances of models the gateway does not serve
+// are ignored. Sync does not wait for drains to finish.
+func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
+	want := map[string]map[string]string{} // model -> id -> addr
+	for _, in := range insts {
+		if in.State != provider.StateReady || in.Addr == "" {
+			continue
+		}
+		if want[in.Spec.Model] == nil {
+			want[in.Spec.Model] = map[string]string{}
+		}
+		want[in.Spec.Model][in.ID] = in.Addr
+	}
+	var errs []error
+	for _, model := range g.ModelNames() {
+		b, err := g.batcher(model)
+		if err != nil {
+			continue
+		}
+		have, ok := b.list()
+		if !ok {
+			return ErrShuttingDown
+		}
+		w := want[model]
+		for _, in := range have {
+			if addr, ok := w[in.ID]; ok && addr == in.Addr {
+				delete(w, in.ID)
+				continue
+			}
+			b.control(func(time.Time) { b.drainInstance(in.ID) })
+		}
+		for id, addr := range w {
+			if err := g.AddInstance(ctx, model, Instance{ID: id, Addr: addr}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Watch calls Sync with the provider's instances every interval until ctx is done, logging
+// failures; it returns ctx's error.
+func (g *Gateway) Watch(ctx context.Context, p InstanceLister, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		insts, err := p.Instances(ctx)
+		if err == nil {
+			err = g.Sync(ctx, insts)
+		}
+		if errors.Is(err, ErrShuttingDown) {
+			return err
+		}
+		if err != nil && ctx.Err() == nil {
+			g.log.Warn("instance sync failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// list returns the batcher's instances that take new batches; false when it has stopped.
+func (b *batcher) list() ([]Instance, bool) {
+	out := make(chan []Instance, 1)
+	if !b.control(func(time.Time) {
+		var l []Instance
+		for _, in := range b.insts {
+			if !in.draining {
+				l = append(l, in.Instance)
+			}
+		}
+		out <- l
+	}) {
+		return nil, false
+	}
+	return <-out, true
+}
