@@ -69,7 +69,8 @@ func Describe(x []float64) (TraceStats, error) {
 // autocorrelation is ρ_k = γ^k·(1 − 1/SCV)/2; γ is clamped to the range that keeps D1 ≥ 0.
 // When the third moment is below the H2 bound (m3 < 1.5·m2²/m1) it is raised to just above it;
 // when SCV ≤ 1 the trace is less variable than Poisson and the fit is a renewal hypo-exponential
-// (SCV ≥ 1/2) or Erlang-2, with no correlation: a MAP(2) cannot be both. These edge rules keep
+// (SCV ≥ 1/2) or Erlang-2, with no correlation: a MAP(2) cannot be both; above SCV 0.9 it is
+// Poisson. A phase faster than 50× the mean rate falls back to the balanced-means H2. These edge rules keep
 // the fitted mean rate exact, which is what the batch-size distribution is most sensitive to.
 func FitMAP2(x []float64) (*MAP, TraceStats, error) {
 	st, err := Describe(x)
@@ -108,7 +109,7 @@ func MAP2FromStats(st TraceStats) (*MAP, error) {
 	x1 := (aa + math.Sqrt(disc)) / 2
 	x2 := (aa - math.Sqrt(disc)) / 2
 	p := (r1 - x2) / (x1 - x2)
-	if !(p > 0 && p < 1) || !(x2 > 0) {
+	if !(p > 0 && p < 1) || !(x2 > 0) || m1/x2 > maxPhaseRatio {
 		return fitBalancedH2(m1, scv, st.Rho1)
 	}
 	return correlatedH2(1/x1, 1/x2, p, scv, st.Rho1)
@@ -147,10 +148,21 @@ func correlatedH2(mu1, mu2, p, scv, rho1 float64) (*MAP, error) {
 	return NewMAP(d0, d1)
 }
 
+// hypoPoissonSCV is the SCV above which a less-than-exponential trace is fitted as Poisson.
+const hypoPoissonSCV = 0.9
+
+// maxPhaseRatio bounds the ratio between a fitted phase's rate and the mean arrival rate: beyond
+// it the three-moment H2 is degenerate (a phase that almost never lasts) and the two-moment
+// balanced H2 is used instead.
+const maxPhaseRatio = 50
+
 // fitHypo fits a renewal process with SCV ≤ 1: an exponential (SCV ≈ 1), a hypo-exponential
 // with two phases for SCV in [1/2, 1), or an Erlang-2 below.
 func fitHypo(m1, scv float64) (*MAP, error) {
-	if scv > 1-1e-3 {
+	// A hypo-exponential close to SCV 1 has a nearly instantaneous second phase (its rate grows
+	// without bound as SCV → 1), which costs the optimiser a very fine time grid for nothing:
+	// sample SCVs within 0.9–1 are indistinguishable from Poisson, so fit Poisson there.
+	if scv > hypoPoissonSCV {
 		return NewMAP([][]float64{{-1 / m1, 0}, {0, -1 / m1}}, [][]float64{{1 / m1, 0}, {0, 1 / m1}})
 	}
 	scv = math.Max(scv, 0.5)

@@ -81,3 +81,6 @@ func polyService(p Polynomial, b, memoryMB int) []float64 {
 	}
 	return s
 }
+
+// newRand returns a seeded generator.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed*31+7)) }

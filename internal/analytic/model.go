@@ -336,15 +336,23 @@ func Analyze(a *MAP, maxBatch int, timeout float64, start StartPhase) (*Batching
 	return md.At(timeout, start)
 }
 
+// maxGridSteps caps GridSteps so that a MAP with a nearly instantaneous phase cannot make the
+// model's grid (and the optimiser's run time) explode.
+const maxGridSteps = 64
+
 // GridSteps returns how many grid steps to cut an interval of the given seconds into: at least
 // minSteps and enough that no step exceeds 0.25 expected events of the fastest phase, so that
-// the linear interpolation of the wait distribution between grid points stays accurate.
+// the linear interpolation of the wait distribution between grid points stays accurate (at most
+// 64, or minSteps when larger).
 func GridSteps(a *MAP, interval float64, minSteps int) int {
 	lmax := 0.0
 	for i := 0; i < a.m; i++ {
 		lmax = math.Max(lmax, -a.d0[i*a.m+i])
 	}
 	s := int(math.Ceil(interval * lmax / 0.25))
+	if s > maxGridSteps {
+		s = maxGridSteps // bound the cost; a phase this fast hardly moves the wait distribution
+	}
 	if s < minSteps {
 		s = minSteps
 	}

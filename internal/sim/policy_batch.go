@@ -1,6 +1,82 @@
 package sim
 
-// Placeholder: replace this file with the real policy (docs/sim.md, "Adding a policy").
+import (
+	"fmt"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/analytic"
+	"github.com/sloserve/sloserve/internal/profile"
+)
+
+// The batch policy is BATCH (Ali et al., SC'20): every request goes to the serverless tier through
+// a buffer whose (max batch, timeout) the analytic optimiser re-chooses on a sliding window of
+// observed arrivals (analytic.Online, §VI-D). The engine fixes the function memory for a run, so
+// the optimiser searches (B, T) at that memory; `sloserve plan batch` searches memory too.
 func init() {
-	Register("batch", "BATCH: analytic optimiser of memory, batch size and timeout for the serverless tier", notImplemented("batch"))
+	Register("batch", "BATCH: analytic optimiser of batch size and timeout for the serverless tier, re-fitted on a sliding window (BATCH §VI-D)", newBatch)
+}
+
+// BatchOptions configures the batch policy.
+type BatchOptions struct {
+	// MemoryMB is the function memory, MB (default 3008, BATCH's largest).
+	MemoryMB int `yaml:"memory_mb"`
+	// MaxBatch is B_max, the largest max batch explored (default 20).
+	MaxBatch int `yaml:"max_batch"`
+	// TimeoutStep and TimeoutMax span the timeouts explored (default 10 ms … 490 ms).
+	TimeoutStep time.Duration `yaml:"timeout_step"`
+	TimeoutMax  time.Duration `yaml:"timeout_max"`
+	// Window and Period are the sliding window and the re-optimisation period (default 1 h each).
+	Window time.Duration `yaml:"window"`
+	Period time.Duration `yaml:"period"`
+}
+
+// memoryService adapts a model's serverless profile at one memory size to analytic.ServiceModel.
+type memoryService struct {
+	curve    profile.Curve
+	memoryMB int
+	maxBatch int
+}
+
+func (m memoryService) ServiceTime(k, _ int) float64 { return m.curve.ServiceTime(k).Seconds() }
+
+func (m memoryService) Domain() (int, int, int, int) { return 1, m.maxBatch, m.memoryMB, m.memoryMB }
+
+func newBatch(env Env) (Policy, error) {
+	g := analytic.DefaultGrid()
+	pc := analytic.DefaultPolicyConfig()
+	o := BatchOptions{MemoryMB: DefaultLambdaMemoryMB, MaxBatch: g.MaxBatch, TimeoutStep: g.TimeoutStep,
+		TimeoutMax: g.TimeoutMax, Window: pc.Window, Period: pc.Period}
+	if err := env.decode(&o); err != nil {
+		return Policy{}, err
+	}
+	if o.MemoryMB <= 0 {
+		return Policy{}, fmt.Errorf("batch.memory_mb: must be > 0, got %d", o.MemoryMB)
+	}
+	if env.Model.Serverless == nil {
+		return Policy{}, fmt.Errorf("batch: model %s has no serverless profile", env.Model.Name)
+	}
+	mem := o.MemoryMB
+	if env.Catalog != nil {
+		mem = env.Catalog.Serverless.ClampMemory(mem)
+	}
+	curve, err := env.Model.Serverless.At(mem)
+	if err != nil {
+		return Policy{}, fmt.Errorf("batch: %w", err)
+	}
+	pc.Window, pc.Period = o.Window, o.Period
+	pc.Grid = analytic.Grid{MemoryMinMB: mem, MemoryMaxMB: mem, MemoryStepMB: 1, MaxBatch: o.MaxBatch,
+		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
+	pc.SLO = env.SLO.Threshold
+	pc.Percentile = env.SLO.Target
+	if pc.Percentile >= 1 {
+		pc.Percentile = 0.999
+	}
+	online, err := analytic.NewOnline(pc, memoryService{curve: curve, memoryMB: mem, maxBatch: o.MaxBatch})
+	if err != nil {
+		return Policy{}, fmt.Errorf("batch: %w", err)
+	}
+	return Policy{
+		Router:     RouterFunc(func(Request, TierView, time.Time) Route { return RouteServerless }),
+		Serverless: &Serverless{MemoryMB: mem, Batching: analytic.NewBufferPolicy(online)},
+	}, nil
 }
