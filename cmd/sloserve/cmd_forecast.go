@@ -1,5 +1,144 @@
 package main
 
-import "context"
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func runForecast(ctx context.Context, args []string, e env) error { return notYet("forecast") }
+	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// runForecast dispatches 'sloserve forecast <sub>'.
+func runForecast(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usagef("forecast: missing subcommand (want: backtest)")
+	}
+	switch args[0] {
+	case "backtest":
+		return runForecastBacktest(ctx, args[1:], e)
+	default:
+		return usagef("forecast: unknown subcommand %q (want: backtest)", args[0])
+	}
+}
+
+// backtestReport is the --json output of 'forecast backtest'.
+type backtestReport struct {
+	Trace   string                  `json:"trace"`
+	Units   int                     `json:"units"`
+	UnitS   float64                 `json:"unit_s"`
+	Config  forecast.BacktestConfig `json:"config"`
+	Scores  []forecast.Score        `json:"scores"`
+	Best    string                  `json:"best"`
+	Seconds float64                 `json:"elapsed_s"`
+}
+
+// runForecastBacktest runs a rolling-origin backtest of the forecasters on a trace.
+func runForecastBacktest(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("forecast backtest", flag.ContinueOnError)
+	tracePath := fs.String("trace", "", "trace `file`: t_s,count (per second) or t_min,count (per minute) CSV")
+	asJSON := fs.Bool("json", false, "print the scores as JSON")
+	bc := forecast.DefaultBacktestConfig()
+	mc := forecast.DefaultMonitorConfig()
+	o := forecast.DefaultOptions()
+	fs.IntVar(&bc.Horizon, "horizon", bc.Horizon, "units forecast and scored after each origin (P_w)")
+	fs.IntVar(&bc.Warmup, "warmup", bc.Warmup, "units observed before the first origin")
+	fs.IntVar(&bc.Stride, "stride", bc.Stride, "units between origins")
+	fs.IntVar(&bc.InitialTrainSteps, "train-steps", bc.InitialTrainSteps, "LSTM training steps before the first origin")
+	fs.IntVar(&bc.TrainStepsPerOrigin, "train-steps-per-origin", bc.TrainStepsPerOrigin, "LSTM training steps at every later origin")
+	fs.IntVar(&o.Season, "season", o.Season, "Holt-Winters seasonal period in units")
+	seed := fs.Uint64("seed", o.Seed, "seed of the LSTM")
+	methods := fs.String("methods", strings.Join(forecast.Methods(), ","), "comma-separated methods: "+strings.Join(forecast.Methods(), ", "))
+	fs.DurationVar(&mc.Unit, "unit", mc.Unit, "prediction unit P_u")
+	fs.DurationVar(&mc.SampleInterval, "sample", mc.SampleInterval, "arrival-rate sample interval P_s")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *tracePath == "" {
+		return usagef("forecast backtest: --trace is required")
+	}
+	o.Seed = *seed
+	if err := bc.Validate(); err != nil {
+		return usagef("forecast backtest: %v", err)
+	}
+	if err := mc.Validate(); err != nil {
+		return usagef("forecast backtest: %v", err)
+	}
+	if err := o.Validate(); err != nil {
+		return usagef("forecast backtest: --season: %v", err)
+	}
+	var names []string
+	known := map[string]bool{}
+	for _, m := range forecast.Methods() {
+		known[m] = true
+	}
+	for _, m := range strings.Split(*methods, ",") {
+		m = strings.TrimSpace(strings.ToLower(m))
+		if m == "" {
+			continue
+		}
+		if !known[m] {
+			return usagef("forecast backtest: --methods: unknown method %q (known: %s)", m, strings.Join(forecast.Methods(), ", "))
+		}
+		names = append(names, m)
+	}
+	if len(names) == 0 {
+		return usagef("forecast backtest: --methods: no method given")
+	}
+	f, err := os.Open(*tracePath)
+	if err != nil {
+		return fmt.Errorf("forecast backtest: %w", err)
+	}
+	s, err := forecast.ReadSeries(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("forecast backtest: read %s: %w", *tracePath, err)
+	}
+	units, err := s.UnitMaxima(mc)
+	if err != nil {
+		return fmt.Errorf("forecast backtest: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	scores, err := forecast.Backtest(units, names, o, bc)
+	if err != nil {
+		return fmt.Errorf("forecast backtest: %w", err)
+	}
+	rep := backtestReport{Trace: filepath.Base(*tracePath), Units: len(units), UnitS: mc.Unit.Seconds(), Config: bc, Scores: scores, Seconds: time.Since(start).Seconds()}
+	for i, sc := range scores {
+		if i == 0 || sc.RMSE < scores[indexOf(scores, rep.Best)].RMSE {
+			rep.Best = sc.Method
+		}
+	}
+	if *asJSON {
+		return slo.WriteJSON(e.stdout, rep)
+	}
+	fmt.Fprintf(e.stdout, "trace %s: %d units of %v, horizon %d, warm-up %d, stride %d (%.1f s)\n",
+		rep.Trace, rep.Units, mc.Unit, bc.Horizon, bc.Warmup, bc.Stride, rep.Seconds)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "method\tRMSE (req/s)\tMAPE %\tRMSE/EWMA\tMAPE/EWMA\torigins\t")
+	for _, sc := range scores {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.2f\t%.3f\t%.3f\t%d\t\n", sc.Method, sc.RMSE, sc.MAPE, sc.RMSERatio, sc.MAPERatio, sc.Origins)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "best: %s\n", rep.Best)
+	return err
+}
+
+func indexOf(scores []forecast.Score, method string) int {
+	for i, s := range scores {
+		if s.Method == method {
+			return i
+		}
+	}
+	return 0
+}
