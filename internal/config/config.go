@@ -1,0 +1,284 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// Config is the serving configuration of `sloserve serve`.
+type Config struct {
+	// Gateway configures the HTTP front end.
+	Gateway Gateway `yaml:"gateway"`
+	// Workers configures the local provider that runs `sloserve worker` processes.
+	Workers Workers `yaml:"workers"`
+	// Models lists the served models; at least one.
+	Models []Model `yaml:"models"`
+}
+
+// Gateway configures the gateway's listener, timeouts and limits.
+type Gateway struct {
+	// Addr is the listen address, host:port (loopback by default).
+	Addr string `yaml:"addr"`
+	// ReadHeaderTimeout bounds reading request headers (duration, e.g. "5s").
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request (duration).
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds answering a request after its headers (duration).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout bounds an idle keep-alive connection (duration).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds request headers (bytes).
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxBodyBytes bounds a request body (bytes).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// BackendTimeout bounds one batch's round trip to an instance (duration).
+	BackendTimeout time.Duration `yaml:"backend_timeout"`
+	// RetryAfter is the Retry-After hint of 429 and 503 answers (duration, whole seconds sent).
+	RetryAfter time.Duration `yaml:"retry_after"`
+	// SyncInterval is how often the gateway reconciles its instances with the provider (duration).
+	SyncInterval time.Duration `yaml:"sync_interval"`
+}
+
+// Workers configures the local provider.
+type Workers struct {
+	// Binary is the sloserve executable run as `Binary worker ...`; "" means this executable.
+	Binary string `yaml:"binary"`
+	// Runtime is the workers' model runtime: "native" (pure Go) or "onnxruntime".
+	Runtime string `yaml:"runtime"`
+	// ONNXRuntimeLib is the path of libonnxruntime.so for the onnxruntime runtime; "" means the
+	// worker's default ($ONNXRUNTIME_LIB, then .cache/onnxruntime).
+	ONNXRuntimeLib string `yaml:"onnxruntime_lib"`
+	// Args are extra worker arguments.
+	Args []string `yaml:"args"`
+	// StartTimeout bounds a worker's start until ready (duration).
+	StartTimeout time.Duration `yaml:"start_timeout"`
+	// HealthInterval is the period of a worker's health checks (duration).
+	HealthInterval time.Duration `yaml:"health_interval"`
+	// StopTimeout is the time between SIGTERM and SIGKILL when stopping a worker (duration).
+	StopTimeout time.Duration `yaml:"stop_timeout"`
+}
+
+// Model is one served model.
+type Model struct {
+	// Name is the model's name (a bundled model, or one the workers' --model-dir holds).
+	Name string `yaml:"name"`
+	// SLO is the model's latency objective.
+	SLO SLO `yaml:"slo"`
+	// Instances is the number of worker processes serving the model (instances).
+	Instances int `yaml:"instances"`
+	// Slots is the number of batches one instance takes at once (batches).
+	Slots int `yaml:"slots"`
+	// QueueLimit is the largest number of requests waiting for dispatch (requests); beyond it
+	// requests are refused with 429.
+	QueueLimit int `yaml:"queue_limit"`
+	// Batching selects the batching policy and its parameters; its slo is filled from SLO.
+	Batching batching.Config `yaml:"batching"`
+}
+
+// SLO is a latency objective as written in the file.
+type SLO struct {
+	// ThresholdMS is the latency bound in milliseconds; a request's deadline is arrival + it.
+	ThresholdMS float64 `yaml:"threshold_ms"`
+	// Target is the fraction of requests, in (0, 1], that must meet the threshold.
+	Target float64 `yaml:"target"`
+}
+
+// Spec converts s to an slo.Spec.
+func (s SLO) Spec() slo.Spec {
+	return slo.Spec{Threshold: time.Duration(s.ThresholdMS * float64(time.Millisecond)), Target: s.Target}
+}
+
+// Defaults (not from papers unless they say so).
+const (
+	// DefaultAddr is where `sloserve serve` listens: loopback only.
+	DefaultAddr = "127.0.0.1:8080"
+	// DefaultInstances is one worker per model.
+	DefaultInstances = 1
+	// DefaultSlots is one batch at a time per instance: a worker computes one batch per core.
+	DefaultSlots = 1
+	// DefaultQueueLimit bounds a model's queue at 1024 requests.
+	DefaultQueueLimit = 1024
+	// DefaultRuntime is the pure-Go model runtime, which needs no native library.
+	DefaultRuntime = "native"
+)
+
+// DefaultModel returns a model entry with the default SLO (MArk §5.1: 98 % within 200 ms), one
+// instance and the default batching configuration.
+func DefaultModel(name string) Model {
+	s := slo.DefaultSpec()
+	b := batching.DefaultConfig()
+	b.SLO = s.Threshold
+	return Model{
+		Name:       name,
+		SLO:        SLO{ThresholdMS: float64(s.Threshold) / float64(time.Millisecond), Target: s.Target},
+		Instances:  DefaultInstances,
+		Slots:      DefaultSlots,
+		QueueLimit: DefaultQueueLimit,
+		Batching:   b,
+	}
+}
+
+// Default returns the configuration of `sloserve serve` without --config: the gateway on
+// 127.0.0.1:8080 and no models (the command adds the bundled ones).
+func Default() Config {
+	return Config{
+		Gateway: Gateway{
+			Addr:              DefaultAddr,
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      60 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			MaxBodyBytes:      64 << 20,
+			BackendTimeout:    30 * time.Second,
+			RetryAfter:        time.Second,
+			SyncInterval:      500 * time.Millisecond,
+		},
+		Workers: Workers{
+			Runtime:        DefaultRuntime,
+			StartTimeout:   30 * time.Second,
+			HealthInterval: time.Second,
+			StopTimeout:    5 * time.Second,
+		},
+	}
+}
+
+// Validate reports the first field that is out of range, naming it and its value.
+func (c Config) Validate() error {
+	g := c.Gateway
+	if _, _, err := net.SplitHostPort(g.Addr); err != nil {
+		return fmt.Errorf("gateway.addr: %q is not host:port", g.Addr)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"gateway.read_header_timeout", g.ReadHeaderTimeout}, {"gateway.read_timeout", g.ReadTimeout},
+		{"gateway.write_timeout", g.WriteTimeout}, {"gateway.idle_timeout", g.IdleTimeout},
+		{"gateway.backend_timeout", g.BackendTimeout}, {"gateway.retry_after", g.RetryAfter},
+		{"gateway.sync_interval", g.SyncInterval}, {"workers.start_timeout", c.Workers.StartTimeout},
+		{"workers.health_interval", c.Workers.HealthInterval}, {"workers.stop_timeout", c.Workers.StopTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: must be > 0, got %v", d.name, d.v)
+		}
+	}
+	if g.MaxHeaderBytes <= 0 {
+		return fmt.Errorf("gateway.max_header_bytes: must be > 0, got %d", g.MaxHeaderBytes)
+	}
+	if g.MaxBodyBytes <= 0 {
+		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)
+	}
+	switch c.Workers.Runtime {
+	case "native", "onnxruntime":
+	default:
+		return fmt.Errorf("workers.runtime: must be native or onnxruntime, got %q", c.Workers.Runtime)
+	}
+	if len(c.Models) == 0 {
+		return errors.New("models: at least one model is required")
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Models {
+		p := fmt.Sprintf("models[%d]", i)
+		switch {
+		case m.Name == "":
+			return fmt.Errorf("%s.name: must not be empty", p)
+		case seen[m.Name]:
+			return fmt.Errorf("%s.name: %q appears twice", p, m.Name)
+		case !(m.SLO.ThresholdMS > 0):
+			return fmt.Errorf("%s.slo.threshold_ms: must be > 0, got %v", p, m.SLO.ThresholdMS)
+		case !(m.SLO.Target > 0 && m.SLO.Target <= 1):
+			return fmt.Errorf("%s.slo.target: must be in (0, 1], got %v", p, m.SLO.Target)
+		case m.Instances < 0:
+			return fmt.Errorf("%s.instances: must be ≥ 0, got %d", p, m.Instances)
+		case m.Slots < 1:
+			return fmt.Errorf("%s.slots: must be ≥ 1, got %d", p, m.Slots)
+		case m.QueueLimit < 1:
+			return fmt.Errorf("%s.queue_limit: must be ≥ 1, got %d", p, m.QueueLimit)
+		}
+		seen[m.Name] = true
+		if err := m.Batching.Validate(); err != nil {
+			return fmt.Errorf("%s.%w", p, err)
+		}
+	}
+	return nil
+}
+
+// Decode reads a YAML configuration strictly (unknown fields are errors) over Default(); each
+// model entry starts from DefaultModel, and its batching.slo is set from its slo.threshold_ms.
+// The result is validated.
+func Decode(r io.Reader) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > 1<<20 {
+		return Config{}, errors.New("read config: larger than 1 MiB")
+	}
+	// yaml.v3 decodes a sequence into a fresh slice, so each model entry is decoded on its own,
+	// strictly, over DefaultModel.
+	c := Default()
+	raw := struct {
+		Gateway *Gateway    `yaml:"gateway"`
+		Workers *Workers    `yaml:"workers"`
+		Models  []yaml.Node `yaml:"models"`
+	}{Gateway: &c.Gateway, Workers: &c.Workers}
+	if err := strictDecode(data, &raw); err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	for i := range raw.Models {
+		m := DefaultModel("")
+		m.Batching.SLO = 0
+		b, err := yaml.Marshal(&raw.Models[i])
+		if err == nil {
+			err = strictDecode(b, &m)
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("parse config: models[%d]: %w", i, err)
+		}
+		c.Models = append(c.Models, m)
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		if m.Batching.SLO == 0 {
+			m.Batching.SLO = m.SLO.Spec().Threshold
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// Load reads and validates the configuration file at path.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("load config: %w", err)
+	}
+	defer f.Close()
+	c, err := Decode(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
