@@ -39,6 +39,7 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	fs.IntVar(&opts.MinRuns, "min-runs", opts.MinRuns, "least timed runs per batch size")
 	fs.IntVar(&opts.MaxRuns, "max-runs", opts.MaxRuns, "most timed runs per batch size")
 	fs.DurationVar(&opts.MinTime, "min-time", opts.MinTime, "least total timed duration per batch size")
+	fs.StringVar(&opts.Clock, "clock", models.ClockThreadCPU, "thread-cpu (service time on a dedicated core; robust on a shared machine) or wall")
 	ortLib := fs.String("onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
 	threads := fs.Int("threads", 1, "onnxruntime intra-op threads")
 	if err := parseFlags(fs, args); err != nil {
@@ -110,13 +111,20 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	// Inputs are real test images (cycled past 1,000): the native runtime skips zero pixels, so
-	// random or all-zero inputs would misstate its service time.
-	input := func(b int) []models.Tensor {
-		data := make([]float32, b*fashion.Pixels)
-		for i := 0; i < b; i++ {
-			j := i % sample.Len()
-			sample.Floats(data[i*fashion.Pixels:i*fashion.Pixels:i*fashion.Pixels+fashion.Pixels], j, j+1)
+	// Inputs are real test images, a different window of the sample on every run: the native
+	// runtime skips zero pixels, so one fixed (or random, or all-zero) image would misstate its
+	// service time.
+	pixels := sample.Floats(nil, 0, sample.Len())
+	input := func(b, run int) []models.Tensor {
+		var data []float32
+		if b <= sample.Len() {
+			off := (run * b) % (sample.Len() - b + 1)
+			data = pixels[off*fashion.Pixels : (off+b)*fashion.Pixels]
+		} else {
+			data = make([]float32, b*fashion.Pixels)
+			for i := 0; i < b; i++ {
+				copy(data[i*fashion.Pixels:(i+1)*fashion.Pixels], pixels[(i%sample.Len())*fashion.Pixels:])
+			}
 		}
 		return []models.Tensor{{Shape: []int64{int64(b), fashion.Pixels}, Data: data}}
 	}

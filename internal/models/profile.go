@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -22,7 +23,20 @@ type ProfileOptions struct {
 	Warmup int
 	// Operators also times each node at each batch size (native runtime only).
 	Operators bool
+	// Clock is ClockThreadCPU or ClockWall (default ClockThreadCPU where available).
+	Clock string
 }
+
+// Clocks for ProfileOptions.Clock.
+const (
+	// ClockThreadCPU measures the CPU time of the OS thread that runs the batch: on a shared
+	// machine it is the service time the batch would take on a dedicated core, unaffected by
+	// other processes taking the core away mid-run. Valid when the runtime computes on the
+	// calling thread — the native runtime always, ONNX Runtime with one intra-op thread.
+	ClockThreadCPU = "thread-cpu"
+	// ClockWall measures elapsed wall time (what a client sees on this machine right now).
+	ClockWall = "wall"
+)
 
 // DefaultProfileOptions measures batch sizes 1, 8, 32 and 128 with 20–2000 runs of at least
 // 300 ms in all per size after 3 warm-up runs.
@@ -49,6 +63,8 @@ func (o ProfileOptions) Validate() error {
 		return fmt.Errorf("profile options: MinTime %v must be ≥ 0", o.MinTime)
 	case o.Warmup < 0:
 		return fmt.Errorf("profile options: Warmup %d must be ≥ 0", o.Warmup)
+	case o.Clock != "" && o.Clock != ClockThreadCPU && o.Clock != ClockWall:
+		return fmt.Errorf("profile options: Clock %q must be %q or %q", o.Clock, ClockThreadCPU, ClockWall)
 	}
 	return nil
 }
@@ -65,8 +81,10 @@ type Profile struct {
 	// Slots is the number of batches one instance runs at once (1: one Run at a time).
 	Slots int `json:"slots"`
 	// Threads is the runtime's intra-op thread count (the native runtime uses 1).
-	Threads int            `json:"threads"`
-	Points  []ProfilePoint `json:"points"`
+	Threads int `json:"threads"`
+	// Clock is the clock the times were read from (ClockThreadCPU or ClockWall).
+	Clock  string         `json:"clock"`
+	Points []ProfilePoint `json:"points"`
 	// Operators holds per-node medians per batch size (native runtime, when asked for).
 	Operators []OperatorProfile `json:"operators,omitempty"`
 }
@@ -119,21 +137,38 @@ func (p Profile) CostRatio(b int) (ratio float64, ok bool) {
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// MeasureProfile times r at each batch size; input returns the inputs for a batch of b samples.
-// It is a measurement, not a decision: it reads the wall clock and runs the model many times.
-func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, input func(b int) []Tensor, opts ProfileOptions) (Profile, error) {
+// MeasureProfile times r at each batch size; input(b, run) returns the inputs of the run-th run
+// at batch size b (vary them between runs: the native runtime's time depends on the data).
+// It is a measurement, not a decision: it reads a clock (opts.Clock) and runs the model many
+// times. Per-operator times (opts.Operators) are wall times of the nodes within one Run.
+func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, input func(b, run int) []Tensor, opts ProfileOptions) (Profile, error) {
 	if err := opts.Validate(); err != nil {
 		return Profile{}, err
 	}
-	prof := Profile{Model: meta.Name, Runtime: meta.Runtime, InstanceType: "local", Slots: 1, Threads: threads}
+	clock := opts.Clock
+	if clock == "" {
+		clock = ClockThreadCPU
+	}
+	if clock == ClockThreadCPU && threads > 1 {
+		clock = ClockWall // other threads' work would be missed
+	}
+	if _, ok := threadCPUTime(); !ok {
+		clock = ClockWall
+	}
+	now := func() time.Duration { return time.Duration(time.Now().UnixNano()) }
+	if clock == ClockThreadCPU {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		now = func() time.Duration { d, _ := threadCPUTime(); return d }
+	}
+	prof := Profile{Model: meta.Name, Runtime: meta.Runtime, InstanceType: "local", Slots: 1, Threads: threads, Clock: clock}
 	op, canOps := r.(OperatorProfiler)
 	if opts.Operators && !canOps {
 		return Profile{}, fmt.Errorf("profile %s: the %s runtime has no per-operator timing", meta.Name, meta.Runtime)
 	}
 	for _, b := range opts.Batches {
-		in := input(b)
 		for i := 0; i < opts.Warmup; i++ {
-			if _, err := r.Run(ctx, in); err != nil {
+			if _, err := r.Run(ctx, input(b, i)); err != nil {
 				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
 			}
 		}
@@ -143,11 +178,12 @@ func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, i
 			if err := ctx.Err(); err != nil {
 				return Profile{}, err
 			}
-			start := time.Now()
+			in := input(b, len(times))
+			start := now()
 			if _, err := r.Run(ctx, in); err != nil {
 				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
 			}
-			d := time.Since(start)
+			d := max(now()-start, 1)
 			times = append(times, d)
 			total += d
 		}
@@ -158,7 +194,7 @@ func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, i
 			PerSampleMS: ms(med) / float64(b), N: len(times),
 		})
 		if opts.Operators {
-			nodes, err := operatorMedians(ctx, op, in, len(times))
+			nodes, err := operatorMedians(ctx, op, func(run int) []Tensor { return input(b, run) }, min(len(times), 200))
 			if err != nil {
 				return Profile{}, fmt.Errorf("profile %s batch %d: %w", meta.Name, b, err)
 			}
@@ -168,11 +204,11 @@ func MeasureProfile(ctx context.Context, r Runner, meta Metadata, threads int, i
 	return prof, nil
 }
 
-func operatorMedians(ctx context.Context, op OperatorProfiler, in []Tensor, runs int) ([]OperatorTime, error) {
+func operatorMedians(ctx context.Context, op OperatorProfiler, input func(run int) []Tensor, runs int) ([]OperatorTime, error) {
 	var per [][]time.Duration
 	var names []NodeTime
 	for i := 0; i < runs; i++ {
-		_, times, err := op.RunProfiled(ctx, in)
+		_, times, err := op.RunProfiled(ctx, input(i))
 		if err != nil {
 			return nil, err
 		}
