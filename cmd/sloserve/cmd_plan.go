@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/analytic"
+	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // runPlan dispatches 'plan <planner>'; today the only planner is 'batch'.
@@ -45,7 +46,7 @@ type planBatchOutput struct {
 func runPlanBatch(_ context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("plan batch", flag.ContinueOnError)
 	rate := fs.Float64("rate", 0, "Poisson arrival rate, requests per second")
-	tracePath := fs.String("trace", "", "inter-arrival file (seconds, one per line) to fit a MAP(2) to")
+	tracePath := fs.String("trace", "", "arrival-list trace (e.g. inter-arrival seconds, one per line) to fit a MAP(2) to")
 	mapFiles := fs.String("map", "", "MAP as two files D0,D1 (comma-separated matrices, rates per second)")
 	profilePath := fs.String("profile", "", "service-time polynomial JSON (sloserve's, or BATCH's batch-lambda-polynomials.json with --model); default: BATCH's TF-resnetV2")
 	model := fs.String("model", "TF-resnetV2", "model to take from a BATCH polynomials file")
@@ -89,12 +90,11 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 		}
 		p.Arrivals, arrivals = a, fmt.Sprintf("poisson(%g/s)", *rate)
 	case set["trace"]:
-		f, err := os.Open(*tracePath)
+		tr, err := trace.Open(*tracePath)
 		if err != nil {
 			return usagef("plan batch: --trace: %v", err)
 		}
-		x, err := analytic.ReadInterarrivals(f)
-		f.Close()
+		x, err := analytic.Interarrivals(tr)
 		if err != nil {
 			return usagef("plan batch: --trace %s: %v", *tracePath, err)
 		}
@@ -118,7 +118,11 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 			return usagef("plan batch: --map: %v", err)
 		}
 		defer d1.Close()
-		a, err := analytic.ReadMAP(d0, d1)
+		tm, err := trace.ReadMAP2(d0, d1)
+		if err != nil {
+			return usagef("plan batch: --map %s: %v", *mapFiles, err)
+		}
+		a, err := analytic.FromTrace(tm)
 		if err != nil {
 			return usagef("plan batch: --map %s: %v", *mapFiles, err)
 		}
