@@ -248,3 +248,31 @@ func assertEqual(t *testing.T, want, got any) {
 		t.Errorf("mismatch (-want +got):\n- %+v\n+ %+v", want, got)
 	}
 }
+
+// TestDecodeFP32MatchesStrconv checks the decoder's one-pass FP32 path element by element
+// against strconv.ParseFloat(s, 32) on float64-precision text (Python's json output form).
+func TestDecodeFP32MatchesStrconv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	texts := make([]string, 20000)
+	for i := range texts {
+		switch i % 3 {
+		case 0:
+			texts[i] = strconv.FormatFloat(rng.Float64(), 'g', -1, 64)
+		case 1:
+			texts[i] = strconv.FormatFloat(rng.NormFloat64()*100, 'f', rng.IntN(12), 64)
+		default:
+			texts[i] = strconv.FormatFloat(float64(rng.IntN(256))/255, 'g', -1, 64)
+		}
+	}
+	body := `{"inputs":[{"name":"x","datatype":"FP32","shape":[` + strconv.Itoa(len(texts)) + `],"data":[` + strings.Join(texts, ",") + `]}]}`
+	r, err := DecodeRequest([]byte(body), DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range texts {
+		want, _ := strconv.ParseFloat(s, 32)
+		if got := r.Inputs[0].FP32[i]; got != float32(want) {
+			t.Fatalf("element %d %q: decoded %v, strconv %v", i, s, got, float32(want))
+		}
+	}
+}

@@ -714,6 +714,21 @@ func (d *decoder) element(t *Tensor, where string) error {
 		t.BYTES = append(t.BYTES, s)
 		return nil
 	}
+	if t.Datatype == DatatypeFP32 || t.Datatype == DatatypeFP64 {
+		// One-pass fast path for plain decimals; anything else is re-read below.
+		start := d.i
+		if f, exact, ok := d.scanDecimal(); ok {
+			if t.Datatype == DatatypeFP64 && exact {
+				t.FP64 = append(t.FP64, f)
+				return nil
+			}
+			if t.Datatype == DatatypeFP32 && safeForFloat32(f, exact) {
+				t.FP32 = append(t.FP32, float32(f))
+				return nil
+			}
+		}
+		d.i = start
+	}
 	n, isInt, err := d.number()
 	if err != nil {
 		return fmt.Errorf("%w: %s (%q): %s data must be numbers", ErrBadRequest, where, t.Name, t.Datatype)
@@ -796,6 +811,78 @@ func fastDecimal(n []byte) (f float64, ok bool) {
 		f = -f
 	}
 	return f, true
+}
+
+// scanDecimal reads, in one pass, a plain JSON decimal (no exponent) at d.i with at most 19
+// significant digits and 22 fraction digits. With at most 15 digits (exact) the result is the
+// correctly rounded float64 (Clinger's fast path, as in fastDecimal); with 16 to 19 digits — the
+// float64 text that Python and JavaScript clients write — the mantissa conversion and the division
+// each round once, so the result is within 2 float64 ulps of the true value, which is enough to
+// round it to float32 correctly away from midpoints (safeForFloat32). On any other input it returns
+// ok == false and consumes nothing; the caller then re-reads the number with number and strconv.
+// A malformed continuation such as "01" stops after the "0" and is rejected by the caller's
+// separator check.
+func (d *decoder) scanDecimal() (f float64, exact, ok bool) {
+	b, i, neg := d.b, d.i, false
+	if i < len(b) && b[i] == '-' {
+		neg = true
+		i++
+	}
+	if i >= len(b) {
+		return 0, false, false
+	}
+	var m uint64
+	digits, frac := 0, 0
+	switch c := b[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			m = m*10 + uint64(b[i]-'0')
+			digits++
+			i++
+		}
+	default:
+		return 0, false, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if m != 0 || b[i] != '0' {
+				m = m*10 + uint64(b[i]-'0')
+				digits++
+			}
+			frac++
+			i++
+		}
+		if i == start {
+			return 0, false, false
+		}
+	}
+	if digits > 19 || frac >= len(float64Pow10) || (i < len(b) && (b[i] == 'e' || b[i] == 'E')) {
+		return 0, false, false
+	}
+	d.i = i
+	f = float64(m) / float64Pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, digits <= 15, true
+}
+
+// safeForFloat32 reports whether rounding f to float32 gives the float32 nearest to the decimal
+// f was computed from. Rounding is monotonic and float32 rounding midpoints are exact in float64
+// (their low 29 mantissa bits are 1<<28), so double rounding can only go wrong when f is within
+// its error bound of a midpoint: exactly on one for an exact f, within 2 ulps otherwise (4 are
+// allowed for margin). Such values, about 1 in 10^8, take the strconv path. Values from
+// scanDecimal lie in (10^-23, 10^19), far from float32 overflow and subnormals.
+func safeForFloat32(f float64, exact bool) bool {
+	low := int64(math.Float64bits(f) & (1<<29 - 1))
+	if exact {
+		return low != 1<<28
+	}
+	return low < 1<<28-4 || low > 1<<28+4
 }
 
 // parseFloat32 converts a JSON number (grammar already checked) to the nearest float32, exactly

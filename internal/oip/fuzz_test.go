@@ -121,3 +121,36 @@ func FuzzParseFloat64(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanDecimal checks the one-pass data fast path against number + strconv.
+func FuzzScanDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "01", "0.5803921568627451", "123456789012345", "0.0000001", "1.", "-", "1e5", "0.10000000000000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := decoder{b: []byte(s)}
+		got, exact, ok := d.scanDecimal()
+		if !ok {
+			if d.i != 0 {
+				t.Fatalf("scanDecimal(%q) failed but consumed %d bytes", s, d.i)
+			}
+			return
+		}
+		end := d.i
+		d2 := decoder{b: []byte(s)}
+		n, _, err := d2.number()
+		if err != nil || d2.i != end {
+			t.Fatalf("scanDecimal(%q) accepted %q; number() = %q, %v", s, s[:end], n, err)
+		}
+		want, werr := strconv.ParseFloat(string(n), 64)
+		if exact && (werr != nil || got != want) {
+			t.Fatalf("scanDecimal(%q) = %v; strconv = %v, %v", s, got, want, werr)
+		}
+		if safeForFloat32(got, exact) {
+			want32, _ := strconv.ParseFloat(string(n), 32)
+			if float32(got) != float32(want32) {
+				t.Fatalf("scanDecimal(%q) as float32 = %v; strconv = %v", s, float32(got), float32(want32))
+			}
+		}
+	})
+}
