@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const forecastFixture = "../../internal/forecast/testdata/twitter-20min.rps.csv"
+
+func TestForecastUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no subcommand", []string{"forecast"}},
+		{"unknown subcommand", []string{"forecast", "predict"}},
+		{"no trace", []string{"forecast", "backtest"}},
+		{"unknown method", []string{"forecast", "backtest", "--trace", forecastFixture, "--methods", "prophet"}},
+		{"empty methods", []string{"forecast", "backtest", "--trace", forecastFixture, "--methods", ","}},
+		{"zero horizon", []string{"forecast", "backtest", "--trace", forecastFixture, "--horizon", "0"}},
+		{"bad unit", []string{"forecast", "backtest", "--trace", forecastFixture, "--unit", "7s"}},
+		{"bad season", []string{"forecast", "backtest", "--trace", forecastFixture, "--season", "1"}},
+		{"unknown flag", []string{"forecast", "backtest", "--trace", forecastFixture, "--nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, nil, &out, &errOut)
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Errorf("run(%v) error = %v, want a usage error (exit status 2)", tc.args, err)
+			}
+		})
+	}
+}
+
+func TestForecastBacktestJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"forecast", "backtest", "--trace", forecastFixture, "--warmup", "8", "--horizon", "5",
+		"--stride", "2", "--train-steps", "5", "--train-steps-per-origin", "1", "--json"}
+	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
+		t.Fatalf("run(%v): %v", args, err)
+	}
+	var got backtestReport
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	if got.Units != 20 || len(got.Scores) != 5 || got.Best == "" {
+		t.Errorf("report: units %d, %d scores, best %q; want 20 units, 5 scores, a best method", got.Units, len(got.Scores), got.Best)
+	}
+	for _, s := range got.Scores {
+		if s.Method == "ewma" && s.RMSERatio != 1 {
+			t.Errorf("ewma ratio = %v, want 1", s.RMSERatio)
+		}
+	}
+}
+
+func TestForecastBacktestTable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"forecast", "backtest", "--trace", forecastFixture, "--warmup", "8", "--horizon", "5", "--methods", "naive,ewma"}
+	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
+		t.Fatalf("run(%v): %v", args, err)
+	}
+	for _, want := range []string{"RMSE/EWMA", "naive", "ewma", "best:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
