@@ -197,8 +197,14 @@ func (b *batcher) step(now time.Time) {
 	for len(b.q) > 0 {
 		q := batching.Queue{Len: len(b.q), Oldest: b.q[0].arrival, EarliestDeadline: earliest, Free: b.free()}
 		d := b.policy.Decide(q, now)
+		if d.Dispatch > 0 && q.Free == 0 {
+			// Hold the batch until a completion frees a slot (which asks again); the policy's
+			// Next would only spin while every slot is busy.
+			next = time.Time{}
+			break
+		}
 		next = d.Next
-		if d.Dispatch <= 0 || q.Free == 0 {
+		if d.Dispatch <= 0 {
 			break
 		}
 		b.dispatch(min(d.Dispatch, len(b.q)), now)

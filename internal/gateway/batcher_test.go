@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -319,5 +320,29 @@ func TestSyncFollowsProvider(t *testing.T) {
 			}
 		}
 		g.Close(ctx)
+	})
+}
+
+// TestNonePolicyHoldsWhileBusy drives the real none policy, which asks to be called again "now"
+// while requests wait: with the only slot busy, the batcher must wait for the completion (and
+// not spin), then serve the queue one by one.
+func TestNonePolicyHoldsWhileBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 5 * time.Millisecond }}
+		g, err := New(Options{Backend: fb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: batching.NewNone()}); err != nil {
+			t.Fatal(err)
+		}
+		g.AddInstance(context.Background(), "m", Instance{ID: "i", Addr: "a"})
+		got := fire(g, 3, 0)()
+		want := []answer{{ID: "r0", Latency: 5 * time.Millisecond, Batch: 1}, {ID: "r1", Latency: 10 * time.Millisecond, Batch: 1},
+			{ID: "r2", Latency: 15 * time.Millisecond, Batch: 1}}
+		if d := diff(want, got); d != "" {
+			t.Errorf("answers (-want +got):\n%s", d)
+		}
+		g.Close(context.Background())
 	})
 }
