@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"fmt"
+	"math/cmplx"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -17,6 +18,9 @@ type ARConfig struct {
 	// Ridge is the Tikhonov regulariser, relative to the mean diagonal of XᵀX; it keeps the
 	// normal equations solvable on constant or very short series.
 	Ridge float64
+	// Differenced fits the model to first differences and integrates the forecast (ARIMA(p,1,0)
+	// without drift) instead of to levels around the window mean.
+	Differenced bool
 }
 
 // DefaultARConfig returns AR(12) on the last 1440 units (a day of minutes), refitted every 10
@@ -82,7 +86,7 @@ func (a *AR) refit() {
 		return
 	}
 	p := a.cfg.Order
-	x := tail(a.hist, a.cfg.Window)
+	x := a.series()
 	if len(x) < 2*p+2 {
 		return
 	}
@@ -125,7 +129,55 @@ func (a *AR) refit() {
 	for i := range p {
 		a.coef[i] = sol.AtVec(i)
 	}
+	stabilise(a.coef)
 	a.mean, a.fitted, a.sinceFit = mu, true, 0
+}
+
+// maxARRadius is the largest modulus allowed for a root of the fitted AR polynomial.
+const maxARRadius = 0.99
+
+// stabilise shrinks the roots of x_t = Σ a_k x_{t−k} into the disc of radius maxARRadius when
+// least squares returned an explosive or unit-root fit (it can on short, trending windows, and
+// an explosive recursion iterated 60 steps ruins the forecast): with r the spectral radius of the
+// companion matrix, a_k ← a_k·(maxARRadius/r)^k scales every root by maxARRadius/r.
+func stabilise(coef []float64) {
+	p := len(coef)
+	comp := mat.NewDense(p, p, nil)
+	for j, c := range coef {
+		comp.Set(0, j, c)
+	}
+	for i := 1; i < p; i++ {
+		comp.Set(i, i-1, 1)
+	}
+	var eig mat.Eigen
+	if !eig.Factorize(comp, mat.EigenNone) {
+		return
+	}
+	var r float64
+	for _, v := range eig.Values(nil) {
+		r = max(r, cmplx.Abs(v))
+	}
+	if r <= maxARRadius {
+		return
+	}
+	f, s := maxARRadius/r, 1.0
+	for k := range coef {
+		s *= f
+		coef[k] *= s
+	}
+}
+
+// series returns the fitted series: the window, or its first differences.
+func (a *AR) series() []float64 {
+	x := tail(a.hist, a.cfg.Window)
+	if !a.cfg.Differenced || len(x) < 2 {
+		return x
+	}
+	d := make([]float64, len(x)-1)
+	for i := range d {
+		d[i] = x[i+1] - x[i]
+	}
+	return d
 }
 
 // Forecast returns the next h values by iterating the fitted recursion; before a fit is possible
@@ -144,8 +196,9 @@ func (a *AR) Forecast(h int) []float64 {
 	}
 	p := a.cfg.Order
 	buf := make([]float64, 0, p+h)
-	buf = append(buf, tail(a.hist, p)...)
+	buf = append(buf, tail(a.series(), p)...)
 	out := make([]float64, h)
+	level := a.hist[len(a.hist)-1]
 	for k := range h {
 		n := len(buf)
 		v := a.mean
@@ -153,7 +206,12 @@ func (a *AR) Forecast(h int) []float64 {
 			v += a.coef[j-1] * (buf[n-j] - a.mean)
 		}
 		buf = append(buf, v)
-		out[k] = nonNeg(v)
+		if a.cfg.Differenced {
+			level += v
+			out[k] = nonNeg(level)
+		} else {
+			out[k] = nonNeg(v)
+		}
 	}
 	return out
 }

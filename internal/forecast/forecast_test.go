@@ -306,7 +306,8 @@ func TestReadSeries(t *testing.T) {
 		{"per second", "t_s,count\n0,4\n1,5\n", time.Second, 2, ""},
 		{"per minute with comment", "# origin\nt_min,count\n0,4\n2,5\n", time.Minute, 2, ""},
 		{"bad header", "time,count\n0,1\n", 0, 0, "header"},
-		{"not increasing", "t_s,count\n1,1\n1,2\n", 0, 0, "does not increase"},
+		{"backwards", "t_s,count\n1,1\n0,2\n", 0, 0, "goes backwards"},
+		{"repeated time merged", "t_s,count\n0,1\n1,1\n1,2\n2,0\n", time.Second, 3, ""},
 		{"negative count", "t_s,count\n0,-1\n", 0, 0, "in range"},
 		{"one column", "t_s,count\n0\n", 0, 0, "two comma-separated"},
 		{"empty", "", 0, 0, "no header"},
@@ -384,4 +385,38 @@ func FuzzReadSeries(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestARStabilise(t *testing.T) {
+	tests := []struct {
+		name string
+		coef []float64
+		want []float64
+	}{
+		{"stable is untouched", []float64{0.5, -0.2}, []float64{0.5, -0.2}},
+		{"explosive AR(1) shrinks to the radius bound", []float64{1.2}, []float64{maxARRadius}},
+		{"unit root AR(2) shrinks", []float64{1.5, -0.5}, []float64{1.5 * maxARRadius, -0.5 * maxARRadius * maxARRadius}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := append([]float64(nil), tc.coef...)
+			stabilise(got)
+			if !equal(got, tc.want) {
+				t.Errorf("stabilise(%v) (-want +got):\n-%v\n+%v", tc.coef, tc.want, got)
+			}
+		})
+	}
+	// A differenced AR forecasts a ramp by integrating the differences.
+	c := DefaultARConfig()
+	c.Order, c.Differenced = 2, true
+	a, _ := NewAR(c)
+	for i := range 100 {
+		a.Observe(float64(10 + 2*i))
+	}
+	got := a.Forecast(3)
+	for k, v := range got {
+		if want := float64(10 + 2*(100+k)); math.Abs(v-want) > 0.5 {
+			t.Errorf("differenced AR on a ramp: Forecast(3)[%d] = %.2f, want %.0f", k, v, want)
+		}
+	}
 }

@@ -31,7 +31,8 @@ const maxUnits = 366 * 24 * 60
 const maxSeriesRows = 366 * 24 * 3600
 
 // ReadSeries parses "t_s,count" (per-second) or "t_min,count" (per-minute) CSV with a header line.
-// Times must be non-negative and strictly increasing; counts non-negative. Blank lines and lines
+// Times must be non-negative and non-decreasing (rows with a repeated time are merged); counts
+// non-negative. Blank lines and lines
 // starting with '#' (attribution comments) are skipped.
 func ReadSeries(r io.Reader) (Series, error) {
 	sc := bufio.NewScanner(r)
@@ -69,7 +70,11 @@ func ReadSeries(r io.Reader) (Series, error) {
 			return Series{}, fmt.Errorf("%w: line %d: time %v and count %v must be in range", ErrBadSeries, line, t, c)
 		}
 		if n := len(s.T); n > 0 && t <= s.T[n-1] {
-			return Series{}, fmt.Errorf("%w: line %d: time %v does not increase", ErrBadSeries, line, t)
+			if t < s.T[n-1] {
+				return Series{}, fmt.Errorf("%w: line %d: time %v goes backwards", ErrBadSeries, line, t)
+			}
+			s.Count[n-1] += c // a repeated time (the Twitter trace repeats hour boundaries): merge
+			continue
 		}
 		if len(s.T) >= maxSeriesRows {
 			return Series{}, fmt.Errorf("%w: more than %d rows", ErrBadSeries, maxSeriesRows)
