@@ -49,6 +49,7 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	fs.IntVar(&cfg.Passes, "passes", cfg.Passes, "times the sample is streamed (shuffled each pass)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s (maps requests onto 30 s selection intervals)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "shuffle seed")
+	fs.BoolVar(&cfg.CrossFit, "cross-fit", false, "hold labels out: learn from even images, score odd ones, then swap")
 	opts := measure.DefaultOptions()
 	fs.IntVar(&opts.LatencyRuns, "latency-runs", opts.LatencyRuns, "batch-1 runs per model whose median is its latency")
 	asJSON := fs.Bool("json", false, "print the report as JSON")

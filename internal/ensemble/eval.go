@@ -46,6 +46,10 @@ type EvalConfig struct {
 	Rate float64
 	// Seed fixes the shuffles.
 	Seed uint64
+	// CrossFit holds labels out: with it, even-indexed images give feedback and odd ones are
+	// scored, then the halves swap; without it (the default) every request is answered first and
+	// its label fed back afterwards (prequential, as at run time), and every request is scored.
+	CrossFit bool
 }
 
 // DefaultEvalConfig returns 30 passes at 50 req/s with seed 1.
@@ -107,10 +111,14 @@ type EvalReport struct {
 // meeting c's latency (Table 3: every model faster than the baseline); full, static (top
 // ⌊N/2⌋ by accuracy) and dynamic (Alg. 1 from the full set, target c.Accuracy) are each run
 // with class-weighted and with plain majority voting. The sample is streamed cfg.Passes times
-// in shuffled order with two-fold cross-fitting: in fold one the even-indexed images return
-// their labels as feedback (class weights and the dynamic policy learn from them) and the
-// odd-indexed ones are scored; fold two swaps the halves. So no reported answer was voted by
-// weights learned from its own image, and every image is scored Passes times.
+// in shuffled order. By default the evaluation is prequential: each request is answered, then
+// its label is fed back (class weights and the dynamic policy learn from it), and every request
+// is scored — from the second pass on, weights include earlier passes over the same images.
+// With cfg.CrossFit, two folds hold labels out instead: in fold one the even-indexed images
+// return labels and the odd ones are scored, fold two swaps them; no reported answer is then
+// voted by weights learned from its own image, at the price of feedback from half the sample
+// (whose accuracy can differ from the whole sample's by a point, which the dynamic policy,
+// chasing a target measured on the whole sample, then over-corrects).
 func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport, error) {
 	if err := a.Validate(); err != nil {
 		return EvalReport{}, err
@@ -147,7 +155,11 @@ func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport,
 		for _, weighted := range []bool{true, false} {
 			s := Strategy{Name: "eval", Models: models, Dynamic: dynamic, Weighted: weighted}
 			var sum SimResult
-			for fold := range 2 {
+			folds := 1
+			if cfg.CrossFit {
+				folds = 2
+			}
+			for fold := range folds {
 				r, err := serve(names, cand, s, c, ecfg, cfg.Passes*len(a.Labels), cfg.Rate, a.stream(cfg, fold))
 				if err != nil {
 					return EvalEnsemble{}, err
@@ -182,8 +194,9 @@ func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport,
 	return rep, nil
 }
 
-// stream returns the request generator of one cross-fitting fold: Passes shuffled passes over
-// the sample; images with index parity == fold give feedback, the others are scored.
+// stream returns the request generator of one fold: Passes shuffled passes over the sample;
+// with cross-fitting, images with index parity == fold give feedback and the others are scored,
+// otherwise every image does both.
 func (a Answers) stream(cfg EvalConfig, fold int) func(i int, answer []int) request {
 	n := len(a.Labels)
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(fold)+1))
@@ -198,6 +211,9 @@ func (a Answers) stream(cfg EvalConfig, fold int) func(i int, answer []int) requ
 		img := order[i%n]
 		for m := range a.Pred {
 			answer[m] = a.Pred[m][img]
+		}
+		if !cfg.CrossFit {
+			return request{label: a.Labels[img], feedback: true, scored: true}
 		}
 		fb := img%2 == fold
 		return request{label: a.Labels[img], feedback: fb, scored: !fb}

@@ -62,6 +62,13 @@ func TestEvaluate(t *testing.T) {
 	if again.Dynamic.EvalVoting != rep.Dynamic.EvalVoting || again.Dynamic.Plain != rep.Dynamic.Plain {
 		t.Errorf("Evaluate is not deterministic: %+v then %+v", rep.Dynamic, again.Dynamic)
 	}
+	cross, err := Evaluate(a, c, ecfg, EvalConfig{Passes: 10, Rate: 50, Seed: 1, CrossFit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cross.Requests != 10000 || cross.Full.MeanModels != 3 {
+		t.Errorf("cross-fitted report: requests %d, full mean models %v", cross.Requests, cross.Full.MeanModels)
+	}
 }
 
 func TestEvaluateRejectsBadInput(t *testing.T) {
