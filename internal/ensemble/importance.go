@@ -32,7 +32,7 @@ func NewPopularity(window time.Duration) *Popularity {
 	}
 	width := time.Second
 	if window < 10*time.Second {
-		width = window / 10
+		width = max(window/10, 1)
 	}
 	n := int(window / width)
 	return &Popularity{window: window, width: width, buckets: make([]popBucket, n)}
