@@ -278,3 +278,26 @@ func (m *Model) Validate() error {
 	}
 	return nil
 }
+
+// Predecessors returns, for each node, the indices of the nodes that produce its inputs (graph
+// inputs and initializers have no producer): the edges E of the task graph G = (O, E) that
+// INFless's combined operator profiling (§3.3) splits into sequence chains and parallel branches.
+func (g *Graph) Predecessors() [][]int {
+	producer := map[string]int{}
+	for i, n := range g.Nodes {
+		for _, out := range n.Outputs {
+			if out != "" {
+				producer[out] = i
+			}
+		}
+	}
+	preds := make([][]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if p, ok := producer[in]; ok && p != i {
+				preds[i] = append(preds[i], p)
+			}
+		}
+	}
+	return preds
+}

@@ -101,3 +101,12 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+func TestPredecessors(t *testing.T) {
+	g := tinyModel().Graph
+	got := g.Predecessors()
+	want := [][]int{nil, {0}, {1}, {2}}
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("Predecessors (-want +got): -%v +%v", want, got)
+	}
+}
