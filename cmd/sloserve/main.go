@@ -28,18 +28,19 @@ type command struct {
 
 // commands is the table of subcommands; each lives in its own cmd_<name>.go file.
 var commands = map[string]command{
-	"demo":     {"start gateway + local workers with the bundled models, drive load, print the Summary", runDemo},
-	"serve":    {"serve real traffic: gateway + controller (--config FILE)", runServe},
-	"worker":   {"the built-in OIP v2 model server for ONNX models", runWorker},
-	"sim":      {"replay a trace through the policies in the discrete-event simulator", runSim},
-	"load":     {"open-loop, trace-driven load generator against a live gateway", runLoad},
-	"bench":    {"measurements: 'bench gateway' (added latency and throughput of the gateway)", runBench},
-	"forecast": {"forecaster evaluation: 'forecast backtest --trace FILE'", runForecast},
-	"plan":     {"planners: 'plan batch' (BATCH serverless batching optimiser)", runPlan},
-	"profile":  {"measure service time per batch size (and per operator) of a model", runProfile},
-	"report":   {"render figures and an HTML page from a run directory", runReport},
-	"train":    {"train the bundled Fashion-MNIST models and export them to ONNX", runTrain},
-	"ensemble": {"ensembles: 'ensemble eval' on the bundled labelled sample", runEnsemble},
+	"demo":      {"start gateway + local workers with the bundled models, drive load, print the Summary", runDemo},
+	"serve":     {"serve real traffic: gateway + controller (--config FILE)", runServe},
+	"worker":    {"the built-in OIP v2 model server for ONNX models", runWorker},
+	"sim":       {"replay a trace through the policies in the discrete-event simulator", runSim},
+	"load":      {"open-loop, trace-driven load generator against a live gateway", runLoad},
+	"bench":     {"measurements: 'bench gateway' (added latency and throughput of the gateway)", runBench},
+	"forecast":  {"forecaster evaluation: 'forecast backtest --trace FILE'", runForecast},
+	"plan":      {"planners: 'plan batch' (BATCH serverless batching optimiser)", runPlan},
+	"profile":   {"measure service time per batch size (and per operator) of a model", runProfile},
+	"report":    {"render figures and an HTML page from a run directory", runReport},
+	"train":     {"train the bundled Fashion-MNIST models and export them to ONNX", runTrain},
+	"ensemble":  {"ensembles: 'ensemble eval' on the bundled labelled sample, 'ensemble sim' on the ImageNet table", runEnsemble},
+	"keepalive": {"keep-alive policies: 'keepalive replay --trace FILE' (cold starts, idle time per policy)", runKeepalive},
 }
 
 // usageError marks an error caused by bad command-line input; main exits with status 2 for it.
