@@ -17,7 +17,11 @@ func TestFitMAP2RecoversSyntheticMoments(t *testing.T) {
 		{"correlated map2", mustMAP(t)(MAP2(2, 40, 1, 0.5, 0.3, 0.6))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			x := sample(tc.a, 300000, 11)
+			n := 300000
+			if raceEnabled {
+				n = 100000
+			}
+			x := sample(tc.a, n, 11)
 			fit, st, err := FitMAP2(x)
 			if err != nil {
 				t.Fatal(err)

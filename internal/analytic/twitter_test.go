@@ -16,8 +16,8 @@ var twitterDay = flag.Bool("twitter-day", false, "run TestTwitterDay over all 24
 // The SLO is twice the model's single-request latency at 3008 MB. By default it checks three
 // hours of TF-resnetV2; -twitter-day runs the whole table of docs/batch.md.
 func TestTwitterDay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long: optimises and simulates whole hours")
+	if testing.Short() || (raceEnabled && !*twitterDay) {
+		t.Skip("long: optimises and simulates whole hours (run without -race or -short)")
 	}
 	hours := []int{1, 9, 21}
 	models := []Polynomial{TFResnetV2}

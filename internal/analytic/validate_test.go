@@ -42,7 +42,7 @@ func TestAnalyticMatchesSimulation(t *testing.T) {
 		{"linear34ms", linearService},
 	}
 	n := 60000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 20000
 	}
 	t.Logf("| arrivals | rate/s | B | T ms | profile | KS exact | KS Eq.9 | p95 model s | p95 sim s | p95 err %% |")
