@@ -169,12 +169,9 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 		for k := range bt.cdf {
 			bt.cdf[k] = make([]float64, j+1)
 		}
+		// W = 0 for everyone: the whole mass sits in k = 1 from the first grid point on.
 		for u := range bt.cdf[0] {
 			bt.cdf[0][u] = 1
-		}
-		if b > 1 {
-			// T = 0 < B: the lone request "times out" at once; keep it in k = 1 with W = 0.
-			bt.atom[0] = 0
 		}
 		bt.total = make([]float64, b)
 		bt.total[0] = 1
@@ -210,7 +207,6 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 		bt.cdf[k] = make([]float64, j+1)
 	}
 	y := make([]float64, b)
-	full := (b - 1) * m
 	for u := 0; u <= j; u++ {
 		x := fv(j - u)
 		vecMat(y, x, md.hl[u], n, b)
@@ -236,7 +232,6 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 			extra += nu[i] * el[i*b+b-1]
 		}
 		bt.cdf[b-1][u] += extra
-		_ = full
 	}
 	bt.atom = make([]float64, b)
 	bt.total = make([]float64, b)
@@ -290,7 +285,6 @@ func (md *Model) startPhase(j int, start StartPhase) []float64 {
 	}
 	p := make([]float64, m*m)
 	matMul(p, phi, md.emb, m, m, m)
-	_ = b
 	return stationary(p, m, false)
 }
 

@@ -52,6 +52,8 @@ func (c PolicyConfig) Validate() error {
 	case c.MinSamples < 3:
 		return fmt.Errorf("batch policy.min_samples: must be ≥ 3, got %d", c.MinSamples)
 	}
+	// The problem's own checks cover the target, grid and prices; arrivals and service are
+	// supplied later, so stand-ins fill them here.
 	p := Problem{Arrivals: &MAP{}, Service: TFResnetV2, Percentile: c.Percentile, Objective: c.Objective,
 		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing}
 	if err := p.Validate(); err != nil {
