@@ -133,3 +133,47 @@ func BenchmarkConcatSplit64(b *testing.B) {
 		}
 	}
 }
+
+// batch64 is the gateway's merged batch: 64 images as one [64, 784] FP32 input.
+func batch64() *InferenceRequest {
+	x := make([]float32, 0, 64*784)
+	for range 64 {
+		x = append(x, image784()...)
+	}
+	return &InferenceRequest{Inputs: []Tensor{NewFP32("input", []int64{64, 784}, x)}}
+}
+
+// BenchmarkBatch64 measures encode+decode of a merged [64, 784] batch, the gateway → worker hop,
+// in JSON and with the binary tensor extension.
+func BenchmarkBatch64(b *testing.B) {
+	r := batch64()
+	b.Run("json", func(b *testing.B) {
+		buf := make([]byte, 0, 1<<20)
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = AppendRequest(buf[:0], r); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := DecodeRequest(buf, DefaultLimits()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("binary", func(b *testing.B) {
+		buf := make([]byte, 0, 1<<20)
+		b.ReportAllocs()
+		for b.Loop() {
+			var hl int
+			var err error
+			if buf, hl, err = AppendRequestBinary(buf[:0], r); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := DecodeRequestBinary(buf, hl, DefaultLimits()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+}

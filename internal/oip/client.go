@@ -21,6 +21,7 @@ type Client struct {
 	base   string
 	hc     *http.Client
 	limits Limits
+	binary bool
 }
 
 // ClientOptions configures NewClient. The zero value is usable.
@@ -30,6 +31,10 @@ type ClientOptions struct {
 	HTTPClient *http.Client
 	// Limits bounds response bodies and tensors; zero means DefaultLimits.
 	Limits Limits
+	// BinaryData sends tensors with Triton's binary tensor data extension and asks for binary
+	// outputs (binary_data_output), instead of JSON numbers. sloserve workers and Triton support
+	// it; leave it off for servers that do not.
+	BinaryData bool
 }
 
 // NewTransport returns an http.Transport tuned for many small requests to few backends:
@@ -61,7 +66,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: NewTransport()}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, limits: lim}, nil
+	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, limits: lim, binary: opts.BinaryData}, nil
 }
 
 // BaseURL returns the server address the client was created with.
@@ -80,7 +85,20 @@ func modelPath(model, version string) string {
 // response's ServiceTime is read from HeaderServiceTime when the server sends it. The request is
 // marked idempotent, so the transport may resend it once on a connection that went stale.
 func (c *Client) Infer(ctx context.Context, model, version string, req *InferenceRequest) (*InferenceResponse, error) {
-	body, err := AppendRequest(make([]byte, 0, estimateSize(req)), req)
+	var body []byte
+	headerLen := -1
+	var err error
+	if c.binary {
+		bin := *req
+		bin.Parameters = make(Parameters, len(req.Parameters)+1)
+		for k, v := range req.Parameters {
+			bin.Parameters[k] = v
+		}
+		bin.Parameters[ParamBinaryDataOutput] = true
+		body, headerLen, err = AppendRequestBinary(make([]byte, 0, estimateSize(req)), &bin)
+	} else {
+		body, err = AppendRequest(make([]byte, 0, estimateSize(req)), req)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oip: encode request: %w", err)
 	}
@@ -88,7 +106,12 @@ func (c *Client) Infer(ctx context.Context, model, version string, req *Inferenc
 	if err != nil {
 		return nil, fmt.Errorf("oip: infer %s: %w", model, err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	if headerLen >= 0 {
+		hr.Header.Set("Content-Type", "application/octet-stream")
+		hr.Header.Set(HeaderInferenceHeaderLength, strconv.Itoa(headerLen))
+	} else {
+		hr.Header.Set("Content-Type", "application/json")
+	}
 	hr.Header["Idempotency-Key"] = nil // replayable, not sent (net/http Transport docs)
 	res, err := c.hc.Do(hr)
 	if err != nil {
@@ -103,7 +126,16 @@ func (c *Client) Infer(ctx context.Context, model, version string, req *Inferenc
 	if err := readResponse(res, buf, c.limits.MaxBodyBytes); err != nil {
 		return nil, fmt.Errorf("oip: infer %s: %w", model, err)
 	}
-	out, err := DecodeResponse(*buf, c.limits)
+	var out *InferenceResponse
+	if hl := res.Header.Get(HeaderInferenceHeaderLength); hl != "" {
+		n, perr := strconv.Atoi(hl)
+		if perr != nil {
+			return nil, fmt.Errorf("oip: infer %s: response header %s %q is not a length", model, HeaderInferenceHeaderLength, hl)
+		}
+		out, err = DecodeResponseBinary(*buf, n, c.limits)
+	} else {
+		out, err = DecodeResponse(*buf, c.limits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oip: infer %s: response: %w", model, err)
 	}

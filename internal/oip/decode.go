@@ -78,6 +78,7 @@ type decoder struct {
 	i      int
 	lim    Limits
 	strict bool  // reject unknown fields
+	binary bool  // tensors may carry binary_data_size instead of data
 	depth  int   // current nesting of objects and arrays
 	total  int64 // elements decoded so far, over all tensors
 }
@@ -610,6 +611,8 @@ func (d *decoder) tensor(t *Tensor, where string) error {
 			}
 		}
 	}
+	_, binary := t.Parameters[ParamBinaryDataSize]
+	binary = binary && d.binary
 	switch {
 	case mask&fName == 0 || t.Name == "":
 		return fmt.Errorf("%w: %s: missing name", ErrBadRequest, where)
@@ -617,8 +620,12 @@ func (d *decoder) tensor(t *Tensor, where string) error {
 		return fmt.Errorf("%w: %s (%q): missing datatype", ErrBadRequest, where, t.Name)
 	case mask&fShape == 0:
 		return fmt.Errorf("%w: %s (%q): missing shape", ErrBadRequest, where, t.Name)
-	case mask&fData == 0:
-		return fmt.Errorf("%w: %s (%q): missing data (the binary tensor extension is not supported)", ErrBadRequest, where, t.Name)
+	case mask&fData == 0 && !binary:
+		return fmt.Errorf("%w: %s (%q): missing data (send \"data\", or binary data with %s and the %s header)", ErrBadRequest, where, t.Name, ParamBinaryDataSize, HeaderInferenceHeaderLength)
+	case mask&fData != 0 && binary:
+		return fmt.Errorf("%w: %s (%q): both data and %s", ErrBadRequest, where, t.Name, ParamBinaryDataSize)
+	case binary:
+		return nil // filled from the binary section by fillBinary
 	}
 	if dataAt >= 0 {
 		save, depth := d.i, d.depth

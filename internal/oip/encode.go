@@ -13,7 +13,14 @@ import (
 // shortest round-tripping form. It fails on a tensor whose element count does not match its shape,
 // on NaN or infinite values (JSON cannot carry them) and on unsupported parameter values.
 func AppendRequest(dst []byte, r *InferenceRequest) ([]byte, error) {
-	var err error
+	out, _, err := appendRequest(dst, r, false)
+	return out, err
+}
+
+// appendRequest encodes r; with binary, tensor data goes into a binary section after the JSON,
+// whose length it returns (the Inference-Header-Content-Length).
+func appendRequest(dst []byte, r *InferenceRequest, binary bool) (out []byte, headerLen int, err error) {
+	start := len(dst)
 	dst = append(dst, '{')
 	sep := false
 	if r.ID != "" {
@@ -24,7 +31,7 @@ func AppendRequest(dst []byte, r *InferenceRequest) ([]byte, error) {
 	if r.Parameters != nil {
 		dst = appendKey(dst, "parameters", sep)
 		if dst, err = appendParameters(dst, r.Parameters); err != nil {
-			return dst, fmt.Errorf("request parameters: %w", err)
+			return dst, 0, fmt.Errorf("request parameters: %w", err)
 		}
 		sep = true
 	}
@@ -34,8 +41,8 @@ func AppendRequest(dst []byte, r *InferenceRequest) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendTensor(dst, &r.Inputs[i]); err != nil {
-			return dst, fmt.Errorf("inputs[%d]: %w", i, err)
+		if dst, err = appendTensor(dst, &r.Inputs[i], binary); err != nil {
+			return dst, 0, fmt.Errorf("inputs[%d]: %w", i, err)
 		}
 	}
 	dst = append(dst, ']')
@@ -50,19 +57,34 @@ func AppendRequest(dst []byte, r *InferenceRequest) ([]byte, error) {
 			if o.Parameters != nil {
 				dst = append(dst, `,"parameters":`...)
 				if dst, err = appendParameters(dst, o.Parameters); err != nil {
-					return dst, fmt.Errorf("outputs[%d] parameters: %w", i, err)
+					return dst, 0, fmt.Errorf("outputs[%d] parameters: %w", i, err)
 				}
 			}
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
 	}
-	return append(dst, '}'), nil
+	dst = append(dst, '}')
+	headerLen = len(dst) - start
+	if binary {
+		for i := range r.Inputs {
+			dst = appendBlob(dst, &r.Inputs[i])
+		}
+	}
+	return dst, headerLen, nil
 }
 
 // AppendResponse appends r's JSON encoding to dst, with the same rules as AppendRequest.
 func AppendResponse(dst []byte, r *InferenceResponse) ([]byte, error) {
-	var err error
+	out, _, err := appendResponse(dst, r, nil)
+	return out, err
+}
+
+// appendResponse encodes r; outputs i with binary(i) go into a binary section after the JSON,
+// whose length it returns (the Inference-Header-Content-Length).
+func appendResponse(dst []byte, r *InferenceResponse, binary func(i int) bool) (out []byte, headerLen int, err error) {
+	start := len(dst)
+	isBinary := func(i int) bool { return binary != nil && binary(i) }
 	dst = append(dst, `{"model_name":`...)
 	dst = appendString(dst, r.ModelName)
 	if r.ModelVersion != "" {
@@ -76,7 +98,7 @@ func AppendResponse(dst []byte, r *InferenceResponse) ([]byte, error) {
 	if r.Parameters != nil {
 		dst = append(dst, `,"parameters":`...)
 		if dst, err = appendParameters(dst, r.Parameters); err != nil {
-			return dst, fmt.Errorf("response parameters: %w", err)
+			return dst, 0, fmt.Errorf("response parameters: %w", err)
 		}
 	}
 	dst = append(dst, `,"outputs":[`...)
@@ -84,11 +106,18 @@ func AppendResponse(dst []byte, r *InferenceResponse) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendTensor(dst, &r.Outputs[i]); err != nil {
-			return dst, fmt.Errorf("outputs[%d]: %w", i, err)
+		if dst, err = appendTensor(dst, &r.Outputs[i], isBinary(i)); err != nil {
+			return dst, 0, fmt.Errorf("outputs[%d]: %w", i, err)
 		}
 	}
-	return append(dst, "]}"...), nil
+	dst = append(dst, "]}"...)
+	headerLen = len(dst) - start
+	for i := range r.Outputs {
+		if isBinary(i) {
+			dst = appendBlob(dst, &r.Outputs[i])
+		}
+	}
+	return dst, headerLen, nil
 }
 
 // MarshalJSON implements json.Marshaler with AppendRequest.
@@ -105,7 +134,9 @@ func appendKey(dst []byte, k string, sep bool) []byte {
 	return append(dst, ':')
 }
 
-func appendTensor(dst []byte, t *Tensor) ([]byte, error) {
+// appendTensor encodes t; with binary, its parameters get binary_data_size and its data is left
+// for appendBlob.
+func appendTensor(dst []byte, t *Tensor, binary bool) ([]byte, error) {
 	if !t.Datatype.Valid() {
 		return dst, fmt.Errorf("tensor %q: unsupported datatype %q", t.Name, t.Datatype)
 	}
@@ -128,11 +159,22 @@ func appendTensor(dst []byte, t *Tensor) ([]byte, error) {
 		dst = strconv.AppendInt(dst, s, 10)
 	}
 	dst = append(dst, ']')
-	if t.Parameters != nil {
+	params := t.Parameters
+	if binary {
+		params = make(Parameters, len(t.Parameters)+1)
+		for k, v := range t.Parameters {
+			params[k] = v
+		}
+		params[ParamBinaryDataSize] = int64(blobSize(t))
+	}
+	if params != nil {
 		dst = append(dst, `,"parameters":`...)
-		if dst, err = appendParameters(dst, t.Parameters); err != nil {
+		if dst, err = appendParameters(dst, params); err != nil {
 			return dst, fmt.Errorf("tensor %q parameters: %w", t.Name, err)
 		}
+	}
+	if binary {
+		return append(dst, '}'), nil
 	}
 	dst = append(dst, `,"data":[`...)
 	switch t.Datatype {

@@ -154,3 +154,38 @@ func FuzzScanDecimal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeRequestBinary checks the binary-extension decoder like FuzzDecodeRequest; the JSON
+// length is taken modulo the body length.
+func FuzzDecodeRequestBinary(f *testing.F) {
+	for _, tc := range []struct {
+		json string
+		blob []byte
+	}{
+		{`{"inputs":[{"name":"x","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]}`, []byte{0, 0, 128, 63}},
+		{`{"inputs":[{"name":"s","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":5}},{"name":"b","datatype":"BOOL","shape":[1],"data":[true]}]}`, []byte{1, 0, 0, 0, 'a'}},
+	} {
+		f.Add(append([]byte(tc.json), tc.blob...), uint16(len(tc.json)))
+	}
+	lim := DefaultLimits()
+	lim.MaxTotalElements = 1 << 16
+	lim.MaxTensorElements = 1 << 16
+	f.Fuzz(func(t *testing.T, body []byte, hl uint16) {
+		r, err := DecodeRequestBinary(body, int(hl)%(len(body)+1), lim)
+		if err != nil {
+			return
+		}
+		b1, h1, err := AppendRequestBinary(nil, r)
+		if err != nil {
+			t.Fatalf("AppendRequestBinary of a decoded request: %v", err)
+		}
+		r2, err := DecodeRequestBinary(b1, h1, lim)
+		if err != nil {
+			t.Fatalf("DecodeRequestBinary of our own encoding: %v", err)
+		}
+		b2, _, _ := AppendRequestBinary(nil, r2)
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("encoding not stable (-first +second):\n- %q\n+ %q", b1, b2)
+		}
+	})
+}

@@ -368,9 +368,10 @@ func (h *handler) infer(w http.ResponseWriter, r *http.Request) {
 	obs := Observation{Route: RouteInfer, Model: m, Version: v}
 	buf := getBuf()
 	defer putBuf(buf)
-	resp, err := h.serveInfer(w, r, m, v, start, buf, &obs)
+	req, resp, err := h.serveInfer(w, r, m, v, start, buf, &obs)
+	headerLen := 0
 	if err == nil {
-		*buf, err = AppendResponse((*buf)[:0], resp)
+		*buf, headerLen, err = appendResponse((*buf)[:0], resp, binaryOutputs(req, resp))
 		if err != nil {
 			err = fmt.Errorf("%w: encoding response: %v", ErrInternal, err)
 		}
@@ -381,7 +382,12 @@ func (h *handler) infer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
+	if headerLen < len(*buf) {
+		hdr.Set("Content-Type", "application/octet-stream")
+		hdr.Set(HeaderInferenceHeaderLength, strconv.Itoa(headerLen))
+	} else {
+		hdr.Set("Content-Type", "application/json")
+	}
 	hdr.Set("Content-Length", strconv.Itoa(len(*buf)))
 	if resp.ServiceTime > 0 {
 		hdr.Set(HeaderServiceTime, strconv.FormatInt(resp.ServiceTime.Microseconds(), 10))
@@ -393,38 +399,48 @@ func (h *handler) infer(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveInfer runs the inference path up to the Core's response.
-func (h *handler) serveInfer(w http.ResponseWriter, r *http.Request, m, v string, arrival time.Time, buf *[]byte, obs *Observation) (*InferenceResponse, error) {
-	if r.Header.Get("Inference-Header-Content-Length") != "" {
-		return nil, fmt.Errorf("%w: the binary tensor data extension is not supported; send JSON data", ErrBadRequest)
+func (h *handler) serveInfer(w http.ResponseWriter, r *http.Request, m, v string, arrival time.Time, buf *[]byte, obs *Observation) (*InferenceRequest, *InferenceResponse, error) {
+	headerLen := -1
+	if hl := r.Header.Get(HeaderInferenceHeaderLength); hl != "" {
+		n, err := strconv.Atoi(hl)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("%w: header %s: %q is not a length", ErrBadRequest, HeaderInferenceHeaderLength, hl)
+		}
+		headerLen = n
 	}
 	ctx := r.Context()
 	md, err := h.core.ModelMetadata(ctx, m, v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := readBody(w, r, buf, h.opts.Limits.MaxBodyBytes); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	req, err := DecodeRequest(*buf, h.opts.Limits)
+	var req *InferenceRequest
+	if headerLen >= 0 {
+		req, err = DecodeRequestBinary(*buf, headerLen, h.opts.Limits)
+	} else {
+		req, err = DecodeRequest(*buf, h.opts.Limits)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(req.Inputs) > 0 && len(req.Inputs[0].Shape) > 0 {
 		obs.Rows = req.Inputs[0].Shape[0]
 	}
 	if err := ValidateRequest(req, md); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slo, err := ParseSLO(req.Parameters)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := h.core.Infer(ctx, &Call{Model: m, Version: v, Request: req, Metadata: md, SLO: slo, Arrival: arrival})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp == nil {
-		return nil, fmt.Errorf("%w: model %q returned no response", ErrInternal, m)
+		return nil, nil, fmt.Errorf("%w: model %q returned no response", ErrInternal, m)
 	}
 	if resp.ModelName == "" {
 		resp.ModelName = m
@@ -436,5 +452,5 @@ func (h *handler) serveInfer(w http.ResponseWriter, r *http.Request, m, v string
 		resp.ID = req.ID
 	}
 	resp.Outputs = FilterOutputs(resp.Outputs, req.Outputs)
-	return resp, nil
+	return req, resp, nil
 }

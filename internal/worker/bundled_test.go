@@ -25,6 +25,10 @@ func (bundledCatalog) Open(name string, opts models.Options) (models.Runner, mod
 
 // startBundled serves the named bundled models with the native runtime on a loopback test server.
 func startBundled(tb testing.TB, names ...string) *oip.Client {
+	return startBundledWith(tb, oip.ClientOptions{}, names...)
+}
+
+func startBundledWith(tb testing.TB, opts oip.ClientOptions, names ...string) *oip.Client {
 	tb.Helper()
 	ms, err := Load(bundledCatalog{}, LoadConfig{Names: names})
 	if err != nil {
@@ -37,7 +41,7 @@ func startBundled(tb testing.TB, names ...string) *oip.Client {
 	tb.Cleanup(func() { w.Close() })
 	srv := httptest.NewServer(w.Handler())
 	tb.Cleanup(srv.Close)
-	c, err := oip.NewClient(srv.URL, oip.ClientOptions{})
+	c, err := oip.NewClient(srv.URL, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -127,13 +131,18 @@ func TestLoadModelDir(t *testing.T) {
 // BenchmarkWorkerRoundTrip measures a client → worker → native mlp32 round trip over loopback
 // HTTP for one image and for 64 merged images (ns/op is per batch; see rows/s).
 func BenchmarkWorkerRoundTrip(b *testing.B) {
-	c := startBundled(b, "mlp32")
 	set, err := bundled.Sample()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{1, 64} {
-		b.Run("batch="+strconv.Itoa(n), func(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		n      int
+		binary bool
+	}{{"json/batch=1", 1, false}, {"json/batch=64", 64, false}, {"binary/batch=1", 1, true}, {"binary/batch=64", 64, true}} {
+		c := startBundledWith(b, oip.ClientOptions{BinaryData: tc.binary}, "mlp32")
+		n := tc.n
+		b.Run(tc.name, func(b *testing.B) {
 			batch, err := oip.Concat(singleImages(set, 0, n))
 			if err != nil {
 				b.Fatal(err)
