@@ -1,5 +1,79 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"time"
 
-func runLoad(ctx context.Context, args []string, e env) error { return notYet("load") }
+	"github.com/sloserve/sloserve/internal/load"
+	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
+)
+
+// runLoad drives open-loop load against a live gateway (or any OIP v2 server).
+func runLoad(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	target := fs.String("target", "http://127.0.0.1:8080", "base `URL` of the server under load")
+	model := fs.String("model", demoModel, "bundled `model` to request (its sample images are the payloads)")
+	rps := fs.Float64("rps", 100, "Poisson `rate` in requests/s (ignored with --trace)")
+	dur := fs.Duration("duration", 10*time.Second, "how long to send")
+	tracePath := fs.String("trace", "", "arrival trace `file` (rate series t,count or inter-arrivals; see internal/trace)")
+	max := fs.Int("max-requests", 1_000_000, "stop after this many requests")
+	sloMS := fs.Float64("slo-ms", 200, "SLO threshold in `ms` the latencies are judged against")
+	target98 := fs.Float64("slo-target", 0.98, "SLO target fraction")
+	seed := fs.Uint64("seed", 1, "random seed of the arrival process")
+	asJSON := fs.Bool("json", false, "print the Summary as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(e.stdout)
+			fmt.Fprintln(e.stdout, "usage: sloserve load --target URL [--rps R] [--duration D] [--trace FILE] [--model M] [--json]")
+			fs.PrintDefaults()
+		}
+		return err
+	}
+	if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("load: --target %q must be an http(s)://host:port URL", *target)
+	}
+	switch {
+	case *dur <= 0:
+		return usagef("load: --duration must be > 0, got %v", *dur)
+	case *max < 1:
+		return usagef("load: --max-requests must be ≥ 1, got %d", *max)
+	case *tracePath == "" && !(*rps > 0):
+		return usagef("load: --rps must be > 0, got %v", *rps)
+	}
+	spec := slo.Spec{Threshold: time.Duration(*sloMS * float64(time.Millisecond)), Target: *target98}
+	if err := spec.Validate(); err != nil {
+		return usagef("load: --slo-ms/--slo-target: %v", err)
+	}
+	payloads, err := samplePayloads(*model)
+	if err != nil {
+		return usagef("load: --model: %v", err)
+	}
+	arrivals, name := trace.Poisson(*rps, *seed), fmt.Sprintf("poisson-%g", *rps)
+	if *tracePath != "" {
+		tr, err := trace.Open(*tracePath)
+		if err != nil {
+			return usagef("load: --trace: %v", err)
+		}
+		arrivals, name = tr.Arrivals(*seed), *tracePath
+	}
+	res, err := load.Run(ctx, load.Config{Target: *target, Model: *model, Arrivals: arrivals, Duration: *dur,
+		MaxRequests: *max, Payloads: payloads, SLO: spec, Policy: "live", Trace: name})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("load: %w", err)
+	}
+	s := res.Summary
+	s.Extra = map[string]float64{"worker_busy_s": res.WorkSeconds, "client_late_sends": float64(res.Late)}
+	if s.Completed > 0 {
+		s.Extra["work_us_per_request"] = res.WorkSeconds / float64(s.Completed) * 1e6
+	}
+	if *asJSON {
+		return slo.WriteJSON(e.stdout, s)
+	}
+	printSummary(e.stdout, s)
+	return nil
+}

@@ -1,5 +1,90 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
 
-func runServe(ctx context.Context, args []string, e env) error { return notYet("serve") }
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/gateway"
+	"github.com/sloserve/sloserve/internal/models"
+	bundled "github.com/sloserve/sloserve/models"
+)
+
+// runServe runs the gateway and its local workers until interrupted.
+func runServe(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
+	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(e.stdout)
+			fmt.Fprintln(e.stdout, "usage: sloserve serve [--config FILE] [--addr HOST:PORT]")
+			fs.PrintDefaults()
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
+	}
+	cfg := defaultServeConfig()
+	if *path != "" {
+		c, err := config.Load(*path)
+		if err != nil {
+			return usagef("serve: --config: %v", err)
+		}
+		cfg = c
+	}
+	if *addr != "" {
+		cfg.Gateway.Addr = *addr
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("serve: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "sloserve gateway listening on %s (models: %v; metrics at /metrics)\n", st.URL, st.Gateway.ModelNames())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	failed, err := st.Close(sctx)
+	fmt.Fprintf(e.stdout, "sloserve gateway stopped (%d waiting requests failed)\n", failed)
+	return err
+}
+
+// defaultServeConfig serves every bundled model with one worker each and the mlproxy policy,
+// on the workers' fastest available runtime.
+func defaultServeConfig() config.Config {
+	cfg := config.Default()
+	cfg.Workers.Runtime, cfg.Workers.ONNXRuntimeLib = workerRuntime()
+	for _, n := range bundled.Names() {
+		m := config.DefaultModel(n)
+		m.Batching.Policy = batching.PolicyMLProxy
+		cfg.Models = append(cfg.Models, m)
+	}
+	return cfg
+}
+
+// workerRuntime picks onnxruntime when its library is found (as `make setup` installs it), else
+// the pure-Go native runtime.
+func workerRuntime() (runtime, lib string) {
+	if p, err := models.FindORTLibrary(""); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				return models.RuntimeONNXRuntime, abs
+			}
+		}
+	}
+	return models.RuntimeNative, ""
+}

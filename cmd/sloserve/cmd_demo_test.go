@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestServingCommandsUsageErrors: bad flags of demo, serve, load and bench are usage errors
+// (exit status 2) naming the flag, and fail before starting anything.
+func TestServingCommandsUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"demo bad policy", []string{"demo", "--batching", "magic"}, "--batching"},
+		{"demo zero rps", []string{"demo", "--rps", "0"}, "--rps"},
+		{"demo short duration", []string{"demo", "--duration", "1s"}, "--duration"},
+		{"demo unknown model", []string{"demo", "--model", "nope"}, "--model"},
+		{"demo unknown flag", []string{"demo", "--nope"}, "nope"},
+		{"serve missing config", []string{"serve", "--config", "/does/not/exist.yaml"}, "--config"},
+		{"serve bad addr", []string{"serve", "--addr", "nohostport"}, "gateway.addr"},
+		{"serve bad log level", []string{"serve", "--log-level", "loud"}, "--log-level"},
+		{"load bad target", []string{"load", "--target", "ftp://x"}, "--target"},
+		{"load zero duration", []string{"load", "--duration", "0s"}, "--duration"},
+		{"load missing trace", []string{"load", "--trace", "/does/not/exist.csv"}, "--trace"},
+		{"load bad slo", []string{"load", "--slo-target", "2"}, "--slo"},
+		{"bench no subcommand", []string{"bench"}, "bench gateway"},
+		{"bench bad concurrency", []string{"bench", "gateway", "--concurrency", "0"}, "--concurrency"},
+		{"bench unknown model", []string{"bench", "gateway", "--model", "nope"}, "--model"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("run %v: got %v, want a usage error", tc.args, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("run %v: error %q does not name %q", tc.args, err, tc.want)
+			}
+			if code := exitCode(err, &errb); code != 2 {
+				t.Errorf("exit status (-want +got): -2 +%d", code)
+			}
+		})
+	}
+}

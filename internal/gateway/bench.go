@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/load"
+	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// BenchConfig configures Bench.
+type BenchConfig struct {
+	// Worker is the base URL of a running OIP v2 worker serving Model.
+	Worker string
+	// Model is the model to request.
+	Model string
+	// Payloads are the request bodies, sent in turn.
+	Payloads []load.Payload
+	// Concurrency is the number of closed-loop clients of the throughput measurements; default 16.
+	Concurrency int
+	// Duration is the length of each throughput measurement; default 3 s.
+	Duration time.Duration
+	// LatencyDuration is the length of each latency measurement (one client); default 2 s.
+	LatencyDuration time.Duration
+	// Rounds repeats the three paths in turn, so that machine noise hits them alike; default 2.
+	Rounds int
+}
+
+// BenchResult compares three paths to the same worker: direct, through the gateway with
+// batching off, and through a bare httputil.ReverseProxy.
+type BenchResult struct {
+	DirectRPS     float64 `json:"direct_rps"`
+	GatewayRPS    float64 `json:"gateway_rps"`
+	PlainProxyRPS float64 `json:"plain_proxy_rps"`
+	// GatewayToProxy is GatewayRPS / PlainProxyRPS.
+	GatewayToProxy float64 `json:"gateway_to_proxy_rps_ratio"`
+	// Latencies at one client, in milliseconds.
+	DirectP50MS     float64 `json:"direct_p50_ms"`
+	DirectP99MS     float64 `json:"direct_p99_ms"`
+	GatewayP50MS    float64 `json:"gateway_p50_ms"`
+	GatewayP99MS    float64 `json:"gateway_p99_ms"`
+	PlainProxyP50MS float64 `json:"plain_proxy_p50_ms"`
+	PlainProxyP99MS float64 `json:"plain_proxy_p99_ms"`
+	// AddedP50MS and AddedP99MS are the gateway's latency minus the direct latency.
+	AddedP50MS float64 `json:"added_p50_ms"`
+	AddedP99MS float64 `json:"added_p99_ms"`
+	// ProxyAddedP50MS is the plain proxy's latency minus the direct latency, for reference.
+	ProxyAddedP50MS float64 `json:"plain_proxy_added_p50_ms"`
+	Concurrency     int     `json:"concurrency"`
+}
+
+// Bench measures the gateway's cost: it starts, in this process, a gateway with the none policy
+// and one instance (the worker) that takes Concurrency batches at once — the same concurrency a
+// plain proxy passes through — and a bare httputil.ReverseProxy, then measures throughput
+// (Concurrency closed-loop clients) and one-client latency of the direct path and both proxies.
+func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	if cfg.LatencyDuration == 0 {
+		cfg.LatencyDuration = 2 * time.Second
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 2
+	}
+	if cfg.Concurrency < 1 || cfg.Duration < 0 || cfg.LatencyDuration < 0 || cfg.Rounds < 1 || len(cfg.Payloads) == 0 {
+		return BenchResult{}, errors.New("bench: need concurrency ≥ 1, durations ≥ 0, rounds ≥ 1 and payloads")
+	}
+	g, err := New(Options{})
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer g.Close(context.Background())
+	if err := g.AddModel(Model{Name: cfg.Model, SLO: slo.Spec{Threshold: time.Minute, Target: 0.99},
+		Policy: batching.NewNone(), Slots: cfg.Concurrency, QueueLimit: 4 * cfg.Concurrency}); err != nil {
+		return BenchResult{}, err
+	}
+	if err := g.AddInstance(ctx, cfg.Model, Instance{ID: "bench", Addr: cfg.Worker}); err != nil {
+		return BenchResult{}, err
+	}
+	h, err := g.Handler(HandlerOptions{})
+	if err != nil {
+		return BenchResult{}, err
+	}
+	gwURL, stopGW, err := serve(h)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer stopGW()
+	target, err := url.Parse(cfg.Worker)
+	if err != nil {
+		return BenchResult{}, fmt.Errorf("bench: worker url: %w", err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = oip.NewTransport()
+	pxURL, stopPX, err := serve(rp)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer stopPX()
+
+	path := "/v2/models/" + cfg.Model + "/infer"
+	bases := []string{cfg.Worker, gwURL, pxURL}
+	var rps [3]float64
+	var lat [3]slo.Histogram
+	for range cfg.Rounds {
+		for i, base := range bases {
+			lr, err := load.Closed(ctx, load.ClosedConfig{URL: base + path, Payloads: cfg.Payloads, Concurrency: 1, Duration: cfg.LatencyDuration})
+			if err != nil {
+				return BenchResult{}, err
+			}
+			if lr.Errors > 0 && lr.Requests == 0 {
+				return BenchResult{}, fmt.Errorf("bench: every request to %s failed", base)
+			}
+			lat[i].Merge(&lr.Latency)
+			tr, err := load.Closed(ctx, load.ClosedConfig{URL: base + path, Payloads: cfg.Payloads, Concurrency: cfg.Concurrency, Duration: cfg.Duration})
+			if err != nil {
+				return BenchResult{}, err
+			}
+			rps[i] += tr.RPS / float64(cfg.Rounds)
+			if err := ctx.Err(); err != nil {
+				return BenchResult{}, err
+			}
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	r := BenchResult{
+		DirectRPS: rps[0], GatewayRPS: rps[1], PlainProxyRPS: rps[2], Concurrency: cfg.Concurrency,
+		DirectP50MS: ms(lat[0].Quantile(0.5)), DirectP99MS: ms(lat[0].Quantile(0.99)),
+		GatewayP50MS: ms(lat[1].Quantile(0.5)), GatewayP99MS: ms(lat[1].Quantile(0.99)),
+		PlainProxyP50MS: ms(lat[2].Quantile(0.5)), PlainProxyP99MS: ms(lat[2].Quantile(0.99)),
+	}
+	r.AddedP50MS = r.GatewayP50MS - r.DirectP50MS
+	r.AddedP99MS = r.GatewayP99MS - r.DirectP99MS
+	r.ProxyAddedP50MS = r.PlainProxyP50MS - r.DirectP50MS
+	if r.PlainProxyRPS > 0 {
+		r.GatewayToProxy = r.GatewayRPS / r.PlainProxyRPS
+	}
+	return r, nil
+}
+
+// serve runs h on a loopback listener and returns its base URL and a stop function.
+func serve(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := NewServer(h, ServerOptions{})
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
+}

@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/provider/local"
+)
+
+// StackOptions are the dependencies of Start; nil fields get safe defaults.
+type StackOptions struct {
+	// Logger receives lifecycle events; nil discards them.
+	Logger *slog.Logger
+	// Registry receives and serves (/metrics) the gateway's metrics; nil means a new registry.
+	Registry *prometheus.Registry
+	// Policies builds each model's batching policy; nil means batching.Builtin().
+	Policies batching.Registry
+	// Env is added to the workers' environment.
+	Env []string
+}
+
+// Stack is a running gateway with its fleet of local workers and its HTTP server: what
+// `sloserve serve` and `sloserve demo` run.
+type Stack struct {
+	// Gateway is the running gateway.
+	Gateway *Gateway
+	// Provider runs the workers.
+	Provider *local.Provider
+	// URL is the gateway's base URL, e.g. "http://127.0.0.1:8080".
+	URL string
+	// Registry holds the gateway's metrics.
+	Registry *prometheus.Registry
+
+	server *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	log    *slog.Logger
+}
+
+// Start launches cfg's workers through the local provider, waits until each model has its
+// instances ready, and serves the gateway on cfg.Gateway.Addr. The gateway follows the
+// provider's instances (restarts, removals) every cfg.Gateway.SyncInterval until Close.
+func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	pols := opts.Policies
+	if pols == nil {
+		pols = batching.Builtin()
+	}
+	w := cfg.Workers
+	args := append([]string{"--runtime", w.Runtime}, w.Args...)
+	if w.ONNXRuntimeLib != "" {
+		args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
+	}
+	prov, err := local.New(local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
+		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout}, log)
+	if err != nil {
+		return nil, err
+	}
+	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout})
+	if err != nil {
+		prov.Close()
+		return nil, err
+	}
+	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log}
+	fail := func(err error) (*Stack, error) {
+		g.Close(context.Background())
+		prov.Close()
+		return nil, err
+	}
+	var ids []string
+	for _, m := range cfg.Models {
+		pol, err := pols.New(m.Batching)
+		if err != nil {
+			return fail(fmt.Errorf("model %s: %w", m.Name, err))
+		}
+		if err := g.AddModel(Model{Name: m.Name, SLO: m.SLO.Spec(), Policy: pol, QueueLimit: m.QueueLimit, Slots: m.Slots}); err != nil {
+			return fail(err)
+		}
+		for range m.Instances {
+			in, err := prov.Launch(ctx, provider.Spec{Model: m.Name, Type: "local", Tier: provider.TierVM})
+			if err != nil {
+				return fail(err)
+			}
+			ids = append(ids, in.ID)
+		}
+	}
+	for _, id := range ids {
+		wctx, cancel := context.WithTimeout(ctx, w.StartTimeout)
+		_, err := prov.WaitReady(wctx, id)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("start workers: %w", err))
+		}
+	}
+	insts, _ := prov.Instances(ctx)
+	if err := g.Sync(ctx, insts); err != nil {
+		return fail(fmt.Errorf("start workers: %w", err))
+	}
+	h, err := g.Handler(HandlerOptions{Gatherer: reg, OIP: oip.HandlerOptions{
+		Limits: oipLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}})
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", cfg.Gateway.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("gateway.addr %s: %w", cfg.Gateway.Addr, err))
+	}
+	gc := cfg.Gateway
+	s.server = NewServer(h, ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
+		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
+	s.URL = "http://" + ln.Addr().String()
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("gateway server failed", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		g.Watch(wctx, prov, gc.SyncInterval)
+	}()
+	log.Info("gateway listening", "url", s.URL, "models", g.ModelNames())
+	return s, nil
+}
+
+func oipLimits(maxBody int64) oip.Limits {
+	l := oip.DefaultLimits()
+	if maxBody > 0 {
+		l.MaxBodyBytes = maxBody
+	}
+	return l
+}
+
+// Close stops accepting connections, fails waiting requests, lets batches in flight finish
+// (until ctx ends) and stops the workers. It returns the number of waiting requests failed.
+func (s *Stack) Close(ctx context.Context) (int, error) {
+	var errs []error
+	if err := s.server.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("shut down gateway server: %w", err))
+	}
+	s.cancel()
+	failed, err := s.Gateway.Close(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.wg.Wait()
+	if err := s.Provider.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return failed, errors.Join(errs...)
+}
