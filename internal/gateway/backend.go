@@ -37,11 +37,11 @@ func NewOIPBackend(opts oip.ClientOptions) *OIPBackend {
 func (b *OIPBackend) client(addr string) (*oip.Client, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c, ok := b.clients[addr]; ok {
-		return c, nil
-	}
 	if b.opts.HTTPClient == nil {
 		b.opts.HTTPClient = &http.Client{Transport: oip.NewTransport()}
+	}
+	if c, ok := b.clients[addr]; ok {
+		return c, nil
 	}
 	c, err := oip.NewClient(addr, b.opts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 type call struct {
 	ctx      context.Context
 	req      *oip.InferenceRequest
+	raw      []byte // the request's original JSON body, or nil
 	arrival  time.Time
 	deadline time.Time
 	done     chan result // buffered (1): the batcher never blocks on a departed client
@@ -127,8 +128,8 @@ func newBatcher(g *Gateway, m Model) *batcher {
 
 // submit queues req and waits for its answer (or for ctx to end). The request's deadline is
 // arrival + timeout.
-func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
-	c := &call{ctx: ctx, req: req, arrival: arrival, deadline: arrival.Add(timeout), done: make(chan result, 1)}
+func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []byte, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
+	c := &call{ctx: ctx, req: req, raw: raw, arrival: arrival, deadline: arrival.Add(timeout), done: make(chan result, 1)}
 	if b.queued.Add(1) > int64(b.limit) {
 		b.queued.Add(-1)
 		return nil, ErrQueueFull
@@ -313,7 +314,16 @@ func (b *batcher) send(f *flight) {
 		reqs[i] = c.req
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.g.timeout)
-	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	var resps []*oip.InferenceResponse
+	var err error
+	if rb, ok := b.g.backend.(RawBackend); ok && n == 1 && f.calls[0].raw != nil {
+		var r *oip.InferenceResponse
+		if r, err = rb.InferRaw(ctx, f.inst.Addr, b.name, f.calls[0].raw); err == nil {
+			resps = []*oip.InferenceResponse{r}
+		}
+	} else {
+		resps, err = b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	}
 	cancel()
 	f.completed = time.Now()
 	if err == nil && len(resps) != n {

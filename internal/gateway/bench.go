@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"io"
+	"log"
 	"errors"
 	"fmt"
 	"net"
@@ -104,6 +106,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = oip.NewTransport()
+	rp.ErrorLog = log.New(io.Discard, "", 0) // cancelled requests at the end of each run
 	pxURL, stopPX, err := serve(rp)
 	if err != nil {
 		return BenchResult{}, err

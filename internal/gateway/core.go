@@ -90,7 +90,7 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if arrival.IsZero() {
 		arrival = time.Now()
 	}
-	return b.submit(ctx, c.Request, arrival, timeout)
+	return b.submit(ctx, c.Request, rawBody(ctx), arrival, timeout)
 }
 
 // HandlerOptions configure the gateway's HTTP handler.
@@ -107,10 +107,15 @@ type HandlerOptions struct {
 func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	o := opts.OIP
 	o.Observe = g.observe
-	h, err := oip.NewHandler(g, o)
+	oh, err := oip.NewHandler(g, o)
 	if err != nil {
 		return nil, fmt.Errorf("gateway handler: %w", err)
 	}
+	lim := o.Limits
+	if lim == (oip.Limits{}) {
+		lim = oip.DefaultLimits()
+	}
+	h := keepRawBody(oh, lim.MaxBodyBytes)
 	if opts.Gatherer == nil {
 		return h, nil
 	}
