@@ -1,5 +1,253 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func runSim(ctx context.Context, args []string, e env) error { return notYet("sim") }
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
+)
+
+// runSim is `sloserve sim`: replay a trace through one policy or all of them (docs/sim.md).
+func runSim(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	tracePath := fs.String("trace", "", "arrival trace file (rate series or inter-arrivals; required)")
+	configPath := fs.String("config", "", "sim config YAML (model profiles, catalog, policy options; see examples/sim.yaml)")
+	policy := fs.String("policy", "all", "policy name, comma-separated names, or 'all' ("+strings.Join(sim.Names(), ", ")+")")
+	sloMS := fs.Float64("slo-ms", 0, "SLO latency threshold in ms (default 200, or the config's)")
+	sloTarget := fs.Float64("slo-target", 0, "fraction of requests that must meet the threshold (default 0.98, or the config's)")
+	seed := fs.Uint64("seed", 0, "random seed (default 1, or the config's)")
+	rateScale := fs.Float64("scale", 0, "multiply the trace's request rate by this factor")
+	maxRPS := fs.Float64("max-rps", 0, "rescale the trace so that its highest step rate is this many requests per second (MLProxy §3.5)")
+	duration := fs.Duration("duration", 0, "replay only the first DURATION of the trace")
+	asJSON := fs.Bool("json", false, "print the Summary as JSON (an array with several policies)")
+	seriesPath := fs.String("series", "", "write the time series of every policy to this CSV file")
+	plotDir := fs.String("plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *tracePath == "" {
+		return usagef("sim: --trace is required")
+	}
+	if *sloMS < 0 {
+		return usagef("sim: --slo-ms must be > 0, got %v", *sloMS)
+	}
+	if *sloTarget != 0 && !(*sloTarget > 0 && *sloTarget <= 1) {
+		return usagef("sim: --slo-target must be in (0, 1], got %v", *sloTarget)
+	}
+	if *rateScale < 0 || *maxRPS < 0 || *duration < 0 {
+		return usagef("sim: --scale, --max-rps and --duration must be ≥ 0")
+	}
+	if *rateScale > 0 && *maxRPS > 0 {
+		return usagef("sim: give --scale or --max-rps, not both")
+	}
+
+	var fc *sim.FileConfig
+	if *configPath != "" {
+		c, err := sim.LoadFileConfig(*configPath)
+		if err != nil {
+			return usagef("sim: --config: %v", err)
+		}
+		fc = c
+	}
+	cfg := sim.DefaultConfig()
+	if fc != nil {
+		if err := fc.Apply(&cfg); err != nil {
+			return usagef("sim: --config: %v", err)
+		}
+	}
+	if *sloMS > 0 {
+		cfg.SLO.Threshold = time.Duration(*sloMS * float64(time.Millisecond))
+	}
+	if *sloTarget > 0 {
+		cfg.SLO.Target = *sloTarget
+	}
+	if *seed != 0 {
+		cfg.Seed = *seed
+	}
+	cat, err := fc.LoadCatalog()
+	if err != nil {
+		return usagef("sim: --config: %v", err)
+	}
+	model, err := fc.LoadModel()
+	if err != nil {
+		return usagef("sim: --config: %v", err)
+	}
+
+	tr, err := trace.Open(*tracePath)
+	if err != nil {
+		return usagef("sim: --trace: %v", err)
+	}
+	opts := trace.Options{RateScale: *rateScale, To: *duration}
+	if *maxRPS > 0 {
+		peak := tr.MaxRate()
+		if !tr.IsSeries() || peak <= 0 {
+			return usagef("sim: --max-rps needs a rate-series trace with a positive peak")
+		}
+		opts.RateScale = *maxRPS / peak
+	}
+	if tr, err = tr.With(opts); err != nil {
+		return usagef("sim: %v", err)
+	}
+
+	names := []string{*policy}
+	skipMissing := false
+	switch {
+	case *policy == "all":
+		names, skipMissing = sim.Names(), true
+	case strings.Contains(*policy, ","):
+		names = strings.Split(*policy, ",")
+	}
+	for _, n := range names {
+		if !contains(sim.Names(), n) {
+			return usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
+		}
+	}
+
+	var bar *progressbar.ProgressBar
+	if isTerminal(e.stderr) {
+		total := int64(tr.Duration().Seconds()) * int64(len(names))
+		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(e.stderr),
+			progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		var done int64
+		var last time.Duration
+		cfg.Progress = func(reached time.Duration) {
+			if reached < last { // next policy started
+				done += int64(last.Seconds())
+			}
+			last = reached
+			_ = bar.Set64(done + int64(reached.Seconds()))
+		}
+	}
+	var decoder func(string) func(any) error
+	if fc != nil {
+		decoder = fc.Decoder
+	}
+	runs, skipped, err := sim.Compare(ctx, cfg, &cat, model, tr, names, decoder, skipMissing)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		if errors.Is(err, sim.ErrNotImplemented) {
+			return fmt.Errorf("sim: %w", err)
+		}
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(e.stderr, "sim: skipped %v\n", s.Err)
+	}
+
+	if *seriesPath != "" {
+		if err := writeSeries(*seriesPath, runs); err != nil {
+			return err
+		}
+	}
+	if *plotDir != "" {
+		files, err := sim.WritePlots(*plotDir, runs, float64(cfg.SLO.Threshold)/1e6, cfg.SLO.Target)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintf(e.stderr, "sim: wrote %s\n", f)
+		}
+	}
+	sums := make([]slo.Summary, len(runs))
+	for i, r := range runs {
+		sums[i] = r.Result.Summary
+	}
+	if *asJSON {
+		if len(sums) == 1 && *policy != "all" && !strings.Contains(*policy, ",") {
+			return slo.WriteJSON(e.stdout, sums[0])
+		}
+		return slo.WriteJSON(e.stdout, sums)
+	}
+	return printSimTable(e, tr, sums)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func writeSeries(path string, runs []sim.Named) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("sim: --series: %w", err)
+	}
+	// One header for all policies: the union of instance types, in first-seen order.
+	var types []string
+	for _, r := range runs {
+		for _, t := range r.Result.Series.Types {
+			if !contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	for i, r := range runs {
+		s := r.Result.Series
+		aligned := sim.Series{Types: types, Points: make([]sim.SeriesPoint, len(s.Points))}
+		for j, p := range s.Points {
+			q := p
+			q.Instances = make([]int, len(types))
+			for k, n := range p.Instances {
+				for m, t := range types {
+					if t == s.Types[k] {
+						q.Instances[m] = n
+					}
+				}
+			}
+			aligned.Points[j] = q
+		}
+		if err := aligned.WriteCSV(f, r.Policy, i == 0); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sim: --series: %w", err)
+	}
+	return nil
+}
+
+func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
+	if len(sums) == 0 {
+		return nil
+	}
+	s0 := sums[0]
+	fmt.Fprintf(e.stdout, "trace %s: %.0f s, %d requests; SLO %.0f ms for %.1f %%\n\n", tr.Name, s0.DurationS, s0.Requests, s0.SLO.ThresholdMS, 100*s0.SLO.Target)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tattained\tmet SLO\tp50 ms\tp95 ms\tp99 ms\tcost $\tVM $\tserverless $\tmean VMs\tcold starts\tmean batch\t")
+	for _, s := range sums {
+		met := "no"
+		if s.SLOAttainment >= s.SLO.Target {
+			met = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f %%\t%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t\n", s.Policy, 100*s.SLOAttainment, met,
+			s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.CostUSD.Total, s.CostUSD.VM, s.CostUSD.Serverless,
+			s.Extra["mean_vm_instances"], s.ColdStarts, s.MeanBatchSize)
+	}
+	return tw.Flush()
+}

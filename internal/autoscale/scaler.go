@@ -41,10 +41,11 @@ type Sample struct {
 	Concurrency float64
 	// VMInFlight is the time-averaged number of busy VM slots.
 	VMInFlight float64
-	// Upstream is the time-averaged number of VM-tier batches in service or waiting to be sent
-	// (busy slots + ⌈queued requests / max batch⌉): the concurrency a backend autoscaler such as
-	// Knative's observes behind a batching proxy (MLProxy §3), and the number of requests in the
-	// VM tier when nothing batches.
+	// Upstream is the time-averaged number of VM-tier batches in service or sent and waiting for
+	// a slot (busy slots, plus ⌈queued requests / max batch⌉ while the batcher wants to dispatch
+	// but no slot is free): the concurrency a backend autoscaler such as Knative's observes
+	// behind a batching proxy (MLProxy §3) — requests the proxy holds on purpose are invisible to
+	// it — and the number of requests in the VM tier when nothing batches.
 	Upstream float64
 	// LatencyMax is the largest latency completed in the period.
 	LatencyMax time.Duration

@@ -10,6 +10,8 @@ var (
 	DefaultVMLaunchDelay = Delay{Median: 100 * time.Second, Sigma: 0.3, Min: 40 * time.Second, Max: 300 * time.Second}
 	// DefaultGPULaunchDelay is the launch delay of GPU types (larger images, driver start).
 	DefaultGPULaunchDelay = Delay{Median: 120 * time.Second, Sigma: 0.3, Min: 60 * time.Second, Max: 360 * time.Second}
+	// DefaultContainerStart is a container's time to readiness (image cached, model loaded).
+	DefaultContainerStart = Delay{Median: 5 * time.Second, Sigma: 0.4, Min: 2 * time.Second, Max: 30 * time.Second}
 	// DefaultColdStart is a serverless cold start with a model load (MArk §4.5: seconds).
 	DefaultColdStart = Delay{Median: 1500 * time.Millisecond, Sigma: 0.5, Min: 300 * time.Millisecond, Max: 10 * time.Second}
 )
@@ -48,6 +50,11 @@ func DefaultCatalog() Catalog {
 			LaunchDelay: DefaultVMLaunchDelay,
 			Burst:       &Burst{Baseline: baseline, CreditsPerHour: perHour, InitialCredits: initial}}
 	}
+	// container.1cpu is a 1 vCPU / 1 GB container (a Knative pod, MLProxy §3: cpu 1000m, 1 GB),
+	// priced like AWS Fargate ($0.04048 per vCPU-hour + $0.004445 per GB-hour); pods start in
+	// seconds, not minutes.
+	ctr := vm("container.1cpu", 1, 1, 0.044925, 0)
+	ctr.LaunchDelay = DefaultContainerStart
 	p2 := vm("p2.xlarge", 4, 61, 0.90, 0.27)
 	p2.GPUs = 1
 	p2.LaunchDelay = DefaultGPULaunchDelay
@@ -67,6 +74,7 @@ func DefaultCatalog() Catalog {
 			t2("t2.medium", 2, 4, 0.0464, 0.20, 24, 60),
 			t2("t2.large", 2, 8, 0.0928, 0.30, 36, 60),
 			t2("t2.xlarge", 4, 16, 0.1856, 0.225, 54, 120),
+			ctr,
 		},
 		Serverless: Serverless{
 			Name:               "lambda",

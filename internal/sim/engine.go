@@ -134,7 +134,8 @@ type engine struct {
 	area       float64
 	vmArea     float64
 	upArea     float64
-	mb         int // VM batching policy's MaxBatch after its last decision
+	mb         int  // VM batching policy's MaxBatch after its last decision
+	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
 	fleet      []autoscale.Member
 	scaleAt    int64
@@ -256,6 +257,7 @@ func (e *engine) off(t time.Time) int64 {
 
 func (e *engine) loop() error {
 	next, ok := e.arr.Next()
+	e.arrivalsDone = !ok
 	var steps uint64
 	for {
 		steps++
@@ -283,7 +285,7 @@ func (e *engine) loop() error {
 			}
 			continue
 		}
-		if e.h.len() == 0 {
+		if e.h.len() == 0 || (!ok && !e.busy()) {
 			e.arrivalsDone = true
 			return nil
 		}
@@ -327,7 +329,11 @@ func (e *engine) advance(at int64) {
 	if dt := at - e.lastChange; dt > 0 {
 		e.area += float64(e.inSystem) * float64(dt)
 		e.vmArea += float64(e.busySlots) * float64(dt)
-		e.upArea += float64(e.busySlots+(e.vq.n+e.mb-1)/e.mb) * float64(dt)
+		up := e.busySlots
+		if e.blocked {
+			up += (e.vq.n + e.mb - 1) / e.mb
+		}
+		e.upArea += float64(up) * float64(dt)
 		e.lastChange = at
 	}
 	e.now = at
@@ -550,6 +556,7 @@ func (e *engine) pumpVM() {
 		}
 		d := e.vmBatch.Decide(q, e.t(e.now))
 		e.mb = max(e.vmBatch.MaxBatch(), 1)
+		e.blocked = d.Dispatch > 0 && q.Len > 0 && e.freeSlots == 0
 		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
 			nx = max(nx, e.now)
 			if e.vmWake < e.now || nx < e.vmWake {
