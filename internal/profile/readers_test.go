@@ -135,7 +135,7 @@ func TestReadMArk(t *testing.T) {
 			if c.HandleSize != 8 || c.PerMinute != 3320 {
 				t.Errorf("tf p2.xlarge = %+v, want handle 8, 3320 r/min", c)
 			}
-			if got, want := c.Curve().ServiceTime(8), durationOf(8 * 60e9 / 3320); got != want {
+			if got, want := c.Curve().ServiceTime(8), durationOf(8*60e9/3320); got != want {
 				t.Errorf("curve(8) = %v, want %v", got, want)
 			}
 		}
