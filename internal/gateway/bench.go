@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
-	"io"
-	"log"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/oip"
+)
+
+// The test binary doubles as a worker for Start: with GATEWAY_FAKE_WORKER=1,
+// `<test binary> worker --addr A --models m ...` serves model m (y = row sums of x [N,2]).
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_FAKE_WORKER") == "1" {
+		os.Exit(fakeWorkerMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeWorkerMain(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "")
+	fs.String("models", "", "")
+	fs.String("runtime", "", "")
+	if len(args) == 0 || fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return 1
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /v2/models/m", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"name":"m","platform":"test","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,1]}]}`)
+	})
+	mux.HandleFunc("POST /v2/models/m/infer", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     string `json:"id"`
+			Inputs []struct {
+				Shape []int64   `json:"shape"`
+				Data  []float64 `json:"data"`
+			} `json:"inputs"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		n := int(req.Inputs[0].Shape[0])
+		out := make([]float64, n)
+		for i := range n {
+			out[i] = req.Inputs[0].Data[2*i] + req.Inputs[0].Data[2*i+1]
+		}
+		data, _ := json.Marshal(out)
+		w.Header().Set(oip.HeaderServiceTime, "100")
+		fmt.Fprintf(w, `{"model_name":"m","id":%q,"outputs":[{"name":"y","datatype":"FP32","shape":[%d,1],"data":%s}]}`, req.ID, n, data)
+	})
+	fmt.Printf("listening on http://%s\n", ln.Addr())
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig
+	srv.Close()
+	return 0
+}
+
+func TestStartServesThroughLocalWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	cfg := config.Default()
+	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Gateway.SyncInterval = 20 * time.Millisecond
+	cfg.Workers.Binary = os.Args[0]
+	cfg.Workers.HealthInterval = 50 * time.Millisecond
+	m := config.DefaultModel("m")
+	m.Instances = 2
+	m.Batching.Policy = batching.PolicyFixed
+	m.Batching.MaxBatch = 4
+	m.Batching.MaxWait = 5 * time.Millisecond
+	cfg.Models = []config.Model{m}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := st.Gateway.Instances("m")
+	if len(ids) != 2 {
+		t.Errorf("instances (-want +got): -2 +%d", len(ids))
+	}
+	for i := range 8 {
+		resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body(fmt.Sprint(i), 1, "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"data":[1]`)) {
+			t.Errorf("request %d: %d %s, want 200 with y = [1]", i, resp.StatusCode, b)
+		}
+	}
+	resp, err := http.Get(st.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(mb, []byte(`sloserve_requests_total{model="m",outcome="ok"} 8`)) {
+		t.Errorf("/metrics does not count 8 ok requests")
+	}
+	// An instance the provider terminates leaves the gateway; the other keeps serving.
+	insts, _ := st.Provider.Instances(ctx)
+	victim := insts[0]
+	if err := st.Provider.Terminate(ctx, victim.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ids, _ := st.Gateway.Instances("m"); len(ids) == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ids, _ := st.Gateway.Instances("m"); len(ids) != 1 || ids[0] == victim.ID {
+		t.Errorf("after terminating %s the gateway has %v, want the other instance only", victim.ID, ids)
+	}
+	if _, err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := st.Provider.Instances(ctx); len(left) != 0 {
+		t.Errorf("instances left after Close: %v", left)
+	}
+}
