@@ -105,7 +105,7 @@ func AppendResponseBinary(dst []byte, r *InferenceResponse) (body []byte, header
 // their data in the binary section, which must be consumed exactly. The decoded tensors hold
 // their data in the typed slices and no longer carry binary_data_size.
 func DecodeRequestBinary(body []byte, headerLen int, lim Limits) (*InferenceRequest, error) {
-	lim = lim.orDefault()
+	lim = lim.WithDefaults()
 	if int64(len(body)) > lim.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes, limit %d", ErrTooLarge, len(body), lim.MaxBodyBytes)
 	}
@@ -129,7 +129,7 @@ func DecodeRequestBinary(body []byte, headerLen int, lim Limits) (*InferenceRequ
 // DecodeResponseBinary decodes a response body in the binary extension's layout, skipping unknown
 // fields like DecodeResponse.
 func DecodeResponseBinary(body []byte, headerLen int, lim Limits) (*InferenceResponse, error) {
-	lim = lim.orDefault()
+	lim = lim.WithDefaults()
 	if int64(len(body)) > lim.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes, limit %d", ErrTooLarge, len(body), lim.MaxBodyBytes)
 	}

@@ -58,7 +58,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("oip: client base URL %q: want http(s)://host:port", baseURL)
 	}
-	lim := opts.Limits.orDefault()
+	lim := opts.Limits.WithDefaults()
 	if err := lim.Validate(); err != nil {
 		return nil, fmt.Errorf("oip: client: %w", err)
 	}

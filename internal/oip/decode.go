@@ -21,7 +21,7 @@ import (
 // input needs name, datatype, shape and data, data may be flat or nested, and its element count
 // must equal the product of the shape. Shapes are checked against a model by ValidateRequest.
 func DecodeRequest(body []byte, lim Limits) (*InferenceRequest, error) {
-	d := decoder{b: body, lim: lim.orDefault(), strict: true}
+	d := decoder{b: body, lim: lim.WithDefaults(), strict: true}
 	if int64(len(body)) > d.lim.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes, limit %d", ErrTooLarge, len(body), d.lim.MaxBodyBytes)
 	}
@@ -39,7 +39,7 @@ func DecodeRequest(body []byte, lim Limits) (*InferenceRequest, error) {
 // fields, so that the Client interoperates with servers that add their own; everything else is
 // checked as strictly.
 func DecodeResponse(body []byte, lim Limits) (*InferenceResponse, error) {
-	d := decoder{b: body, lim: lim.orDefault()}
+	d := decoder{b: body, lim: lim.WithDefaults()}
 	if int64(len(body)) > d.lim.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes, limit %d", ErrTooLarge, len(body), d.lim.MaxBodyBytes)
 	}

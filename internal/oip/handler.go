@@ -112,9 +112,7 @@ func NewHandler(core Core, opts HandlerOptions) (http.Handler, error) {
 	if core == nil {
 		return nil, errors.New("oip: NewHandler: nil Core")
 	}
-	if opts.Limits == (Limits{}) {
-		opts.Limits = DefaultLimits()
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	if err := opts.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("oip: NewHandler: %w", err)
 	}

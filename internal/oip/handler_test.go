@@ -222,7 +222,7 @@ func TestNewHandlerRejectsBadOptions(t *testing.T) {
 	if _, err := NewHandler(nil, HandlerOptions{}); err == nil {
 		t.Error("NewHandler(nil) succeeded")
 	}
-	if _, err := NewHandler(&fakeCore{}, HandlerOptions{Limits: Limits{MaxBodyBytes: 1}}); err == nil || !strings.Contains(err.Error(), "max_tensor_elements") {
+	if _, err := NewHandler(&fakeCore{}, HandlerOptions{Limits: Limits{MaxTensorElements: -1}}); err == nil || !strings.Contains(err.Error(), "max_tensor_elements: must be > 0, got -1") {
 		t.Errorf("NewHandler with bad limits: err = %v, want one naming max_tensor_elements", err)
 	}
 }

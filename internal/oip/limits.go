@@ -11,7 +11,8 @@ var (
 	errContextCanceled = context.Canceled
 )
 
-// Limits bounds what the decoder accepts, so that a hostile body cannot exhaust memory.
+// Limits bounds what the decoder accepts, so that a hostile body cannot exhaust memory. Zero
+// fields take their defaults (DefaultLimits) wherever Limits are used.
 type Limits struct {
 	// MaxBodyBytes is the largest accepted request (or, in the Client, response) body, in bytes.
 	MaxBodyBytes int64
@@ -64,10 +65,23 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// orDefault returns l, or DefaultLimits when l is the zero value.
-func (l Limits) orDefault() Limits {
-	if l == (Limits{}) {
-		return DefaultLimits()
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if l.MaxTensorElements == 0 {
+		l.MaxTensorElements = d.MaxTensorElements
+	}
+	if l.MaxTotalElements == 0 {
+		l.MaxTotalElements = d.MaxTotalElements
+	}
+	if l.MaxTensors == 0 {
+		l.MaxTensors = d.MaxTensors
+	}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = d.MaxDepth
 	}
 	return l
 }

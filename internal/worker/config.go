@@ -30,7 +30,7 @@ type Config struct {
 	MaxInFlight int
 	// RetryAfter is the hint sent with 429 and 503 answers (duration, rounded up to seconds).
 	RetryAfter time.Duration
-	// Limits bounds request bodies and tensors.
+	// Limits bounds request bodies and tensors; zero fields take oip.DefaultLimits.
 	Limits oip.Limits
 	// ServerName and ServerVersion are reported by GET /v2.
 	ServerName, ServerVersion string
@@ -90,7 +90,7 @@ func (c Config) Validate() error {
 	case c.ServerName == "":
 		return fmt.Errorf("worker.server_name: must not be empty")
 	}
-	if err := c.Limits.Validate(); err != nil {
+	if err := c.Limits.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker.%w", err)
 	}
 	return nil
