@@ -280,6 +280,10 @@ func (w *Worker) Infer(ctx context.Context, call *oip.Call) (*oip.InferenceRespo
 		if name == "" {
 			name = s.Outputs[i].Name
 		}
+		spec := &s.Outputs[i]
+		if n, err := oip.ShapeElements(o.Shape); err != nil || n != int64(len(o.Data)) || !oip.ShapeMatches(spec.Shape, o.Shape) || o.Shape[0] != rows {
+			return nil, fmt.Errorf("%w: model %q output %q has shape %v and %d values; metadata says %v with %d rows", oip.ErrInternal, s.Name, name, o.Shape, len(o.Data), spec.Shape, rows)
+		}
 		resp.Outputs[i] = oip.NewFP32(name, o.Shape, o.Data)
 	}
 	return resp, nil

@@ -54,6 +54,13 @@ func (f *fakeRunner) Run(ctx context.Context, in []models.Tensor) ([]models.Tens
 	return []models.Tensor{{Shape: []int64{rows, 2}, Data: out}}, nil
 }
 
+// wrongShape is a runner that answers with one row too few.
+type wrongShape struct{ fakeRunner }
+
+func (w *wrongShape) Run(ctx context.Context, in []models.Tensor) ([]models.Tensor, error) {
+	return []models.Tensor{{Shape: []int64{1, 2}, Data: []float32{1, 2}}}, nil
+}
+
 func (f *fakeRunner) Close() error { f.closed.Store(true); return nil }
 
 var _ models.Runner = (*fakeRunner)(nil)
@@ -151,7 +158,7 @@ func TestWorkerInfer(t *testing.T) {
 func TestWorkerErrors(t *testing.T) {
 	badInput := &fakeRunner{err: fmt.Errorf("%w: odd rows", models.ErrBadInput)}
 	crash := &fakeRunner{err: errors.New("kernel crashed")}
-	_, srv := newTestWorker(t, DefaultConfig(), fakeModel("mlp", &fakeRunner{}), fakeModel("picky", badInput), fakeModel("crash", crash))
+	_, srv := newTestWorker(t, DefaultConfig(), fakeModel("mlp", &fakeRunner{}), fakeModel("picky", badInput), fakeModel("crash", crash), fakeModel("short", &wrongShape{}))
 	tests := []struct {
 		name, path, body string
 		wantCode         int
@@ -159,6 +166,7 @@ func TestWorkerErrors(t *testing.T) {
 	}{
 		{"runner bad input", "/v2/models/picky/infer", twoRows, 400, "odd rows"},
 		{"runner failure", "/v2/models/crash/infer", twoRows, 500, "kernel crashed"},
+		{"runner output shape", "/v2/models/short/infer", twoRows, 500, "metadata says [-1 2] with 2 rows"},
 		{"expired timeout", "/v2/models/mlp/infer", `{"parameters":{"timeout":1},"inputs":[{"name":"input","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]}`, 504, "timeout of 1µs passed"},
 		{"empty batch", "/v2/models/mlp/infer", `{"inputs":[{"name":"input","datatype":"FP32","shape":[0,4],"data":[]}]}`, 400, "empty batch"},
 		{"wrong version", "/v2/models/mlp/versions/2/infer", twoRows, 404, `serving version 1`},
