@@ -112,7 +112,7 @@ func markCatalog() *cost.Catalog {
 }
 
 func TestMarkSteadyBeatsSageMaker(t *testing.T) {
-	tr := steps(t, "steady-90", [2]float64{40, 90})
+	tr := steps(t, "steady-90", [2]float64{20, 90})
 	cat := markCatalog()
 	mark := runPolicy(t, "mark", "", cat, tr)
 	sm := runPolicy(t, "sagemaker", "type: c5.large", cat, tr)
@@ -133,7 +133,7 @@ func TestMarkSurge(t *testing.T) {
 	for _, up := range []float64{0.5, 0.75, 1.0} {
 		t.Run(fmt.Sprintf("+%.0f%%", up*100), func(t *testing.T) {
 			const base = 60.0
-			tr := steps(t, "surge", [2]float64{15, base}, [2]float64{-2, base * (1 + up)}, [2]float64{15, base * (1 + up)})
+			tr := steps(t, "surge", [2]float64{10, base}, [2]float64{-2, base * (1 + up)}, [2]float64{10, base * (1 + up)})
 			cat := markCatalog()
 			mark := runPolicy(t, "mark", "", cat, tr)
 			sm := runPolicy(t, "sagemaker", "type: c5.large", cat, tr)
@@ -150,7 +150,7 @@ func TestMarkSurge(t *testing.T) {
 // is interrupted about once per 20 minutes): standbys, serverless spill and re-planning keep the
 // SLO, and spot stays cheaper than on-demand.
 func TestMarkSpotUnderInterruptions(t *testing.T) {
-	tr := steps(t, "steady-90", [2]float64{60, 90})
+	tr := steps(t, "steady-90", [2]float64{30, 90})
 	cat := markCatalog()
 	od := runPolicy(t, "mark", "", cat, tr)
 	cat.Spot.InterruptionsPerHour = 3
