@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -47,6 +48,9 @@ type Gateway struct {
 	RetryAfter time.Duration `yaml:"retry_after"`
 	// SyncInterval is how often the gateway reconciles its instances with the provider (duration).
 	SyncInterval time.Duration `yaml:"sync_interval"`
+	// Dispatch names the pick that chooses the instance for each batch (internal/dispatch:
+	// least-outstanding, weighted-least-outstanding or round-robin).
+	Dispatch string `yaml:"dispatch"`
 }
 
 // Workers configures the local provider.
@@ -143,6 +147,7 @@ func Default() Config {
 			BackendTimeout:    30 * time.Second,
 			RetryAfter:        time.Second,
 			SyncInterval:      500 * time.Millisecond,
+			Dispatch:          dispatch.DefaultName,
 		},
 		Workers: Workers{
 			Runtime:        DefaultRuntime,
@@ -178,6 +183,9 @@ func (c Config) Validate() error {
 	}
 	if g.MaxBodyBytes <= 0 {
 		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)
+	}
+	if _, err := dispatch.New(g.Dispatch); err != nil {
+		return fmt.Errorf("gateway.dispatch: %q is not one of %v", g.Dispatch, dispatch.Names())
 	}
 	switch c.Workers.Runtime {
 	case "native", "onnxruntime":

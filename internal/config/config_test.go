@@ -59,6 +59,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad policy field", "models: [{name: a, batching: {max_batch: 0}}]", "models[0].batching.max_batch: must be ≥ 1, got 0"},
 		{"bad runtime", "workers: {runtime: gpu}\nmodels: [{name: a}]", `workers.runtime: must be native or onnxruntime, got "gpu"`},
 		{"not yaml", "{{{", "parse config"},
+		{"bad dispatch", "gateway: {dispatch: random}\nmodels: [{name: a}]", `gateway.dispatch: "random" is not one of`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

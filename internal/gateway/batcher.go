@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -77,6 +78,7 @@ type batcher struct {
 	limit  int
 	slots  int
 	m      *modelMetrics
+	picker dispatch.Picker
 	md     atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
@@ -97,17 +99,16 @@ type batcher struct {
 	insts    []*backendInst
 	inflight int
 	timer    *time.Timer
-	cands    []Candidate
-	candIdx  []int
+	snap     []dispatch.Instance
 	arrivals []time.Time
 	ctx      context.Context
 	cancel   context.CancelFunc
 	flights  sync.WaitGroup
 }
 
-func newBatcher(g *Gateway, m Model) *batcher {
+func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 	b := &batcher{
-		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots,
+		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: picker,
 		m:           g.metrics.forModel(m.Name),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),
@@ -208,7 +209,10 @@ func (b *batcher) step(now time.Time) {
 		if d.Dispatch <= 0 {
 			break
 		}
-		b.dispatch(min(d.Dispatch, len(b.q)), now)
+		if !b.dispatch(min(d.Dispatch, len(b.q)), now) {
+			next = time.Time{}
+			break
+		}
 		earliest = b.earliestDeadline()
 	}
 	b.m.queue.Set(float64(len(b.q)))
@@ -269,20 +273,22 @@ func (b *batcher) free() int {
 }
 
 // dispatch sends the oldest n waiting requests (the longest prefix whose tensors can be
-// concatenated) as one batch to the instance the picker chooses.
-func (b *batcher) dispatch(n int, now time.Time) {
-	b.cands, b.candIdx = b.cands[:0], b.candIdx[:0]
-	for i, in := range b.insts {
-		if !in.draining && in.outstanding < in.Slots {
-			b.cands = append(b.cands, Candidate{ID: in.ID, Outstanding: in.outstanding, Slots: in.Slots})
-			b.candIdx = append(b.candIdx, i)
+// concatenated) as one batch to the instance the dispatch picker chooses; false means the
+// picker chose none.
+func (b *batcher) dispatch(n int, now time.Time) bool {
+	b.snap = b.snap[:0]
+	for _, in := range b.insts {
+		free := in.Slots - in.outstanding
+		if in.draining || free < 0 {
+			free = 0
 		}
+		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: 1})
 	}
-	k := b.g.picker.Pick(b.cands)
-	if k < 0 || k >= len(b.cands) {
-		k = 0
+	k := b.picker.Pick(b.snap)
+	if k < 0 || k >= len(b.insts) || b.snap[k].Free <= 0 {
+		return false // the picker found no eligible instance; keep the requests queued
 	}
-	inst := b.insts[b.candIdx[k]]
+	inst := b.insts[k]
 	first := b.q[0].req
 	take := 1
 	for take < n && compatible(b.q[take].req, first) {
@@ -302,6 +308,7 @@ func (b *batcher) dispatch(n int, now time.Time) {
 	f := &flight{inst: inst, calls: calls, dispatched: now}
 	b.flights.Add(1)
 	go b.send(f)
+	return true
 }
 
 // send runs on its own goroutine: it calls the backend, answers every request of the batch

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -24,8 +25,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Backend sends batches to instances; nil means NewOIPBackend with default options.
 	Backend Backend
-	// Picker chooses the instance for each batch; nil means LeastOutstanding.
-	Picker Picker
+	// Dispatch names the internal/dispatch pick that chooses the instance for each batch
+	// (each model's batcher owns its own picker); "" means dispatch.DefaultName.
+	Dispatch string
 	// BackendTimeout bounds one batch's round trip to an instance; 0 means 30 s.
 	BackendTimeout time.Duration
 }
@@ -67,7 +69,7 @@ type Instance struct {
 type Gateway struct {
 	log     *slog.Logger
 	backend Backend
-	picker  Picker
+	pick    string
 	timeout time.Duration
 	metrics *metrics
 
@@ -79,15 +81,18 @@ type Gateway struct {
 
 // New returns a Gateway with no models.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{log: opts.Logger, backend: opts.Backend, picker: opts.Picker, timeout: opts.BackendTimeout, start: time.Now()}
+	g := &Gateway{log: opts.Logger, backend: opts.Backend, pick: opts.Dispatch, timeout: opts.BackendTimeout, start: time.Now()}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	if g.backend == nil {
 		g.backend = NewOIPBackend(oip.ClientOptions{})
 	}
-	if g.picker == nil {
-		g.picker = PickerFunc(LeastOutstanding)
+	if g.pick == "" {
+		g.pick = dispatch.DefaultName
+	}
+	if _, err := dispatch.New(g.pick); err != nil {
+		return nil, err
 	}
 	if g.timeout <= 0 {
 		g.timeout = 30 * time.Second
@@ -131,7 +136,11 @@ func (g *Gateway) AddModel(m Model) error {
 	if _, ok := old[m.Name]; ok {
 		return fmt.Errorf("add model %s: already served", m.Name)
 	}
-	b := newBatcher(g, m)
+	picker, err := dispatch.New(g.pick)
+	if err != nil {
+		return err
+	}
+	b := newBatcher(g, m, picker)
 	next := make(map[string]*batcher, len(old)+1)
 	for k, v := range old {
 		next[k] = v

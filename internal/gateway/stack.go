@@ -77,7 +77,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err != nil {
 		return nil, err
 	}
-	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout})
+	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch})
 	if err != nil {
 		prov.Close()
 		return nil, err
