@@ -25,15 +25,15 @@ const (
 // Config configures a Monitor.
 type Config struct {
 	// Window is M, in requests.
-	Window int
+	Window int `yaml:"window"`
 	// Target is SL_min, the fraction of the window that must meet the threshold, in (0, 1].
-	Target float64
+	Target float64 `yaml:"target"`
 	// Launch is L, the number of instances launched per violation.
-	Launch int
+	Launch int `yaml:"launch"`
 	// Type is T, the catalog name of the instance type launched.
-	Type string
+	Type string `yaml:"type"`
 	// CoolDown is the quiet period after a launch.
-	CoolDown time.Duration
+	CoolDown time.Duration `yaml:"cool_down"`
 }
 
 // DefaultConfig returns M = 1000, SL_min = 0.98, L = 1, T = c5.large, cool-down 5 min.
