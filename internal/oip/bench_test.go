@@ -1,7 +1,12 @@
 package oip
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 )
@@ -176,4 +181,55 @@ func BenchmarkBatch64(b *testing.B) {
 		}
 		b.SetBytes(int64(len(buf)))
 	})
+}
+
+// BenchmarkHandlerInfer784 is the shared handler's cost for one single-image request (route,
+// metadata, read body, decode, validate, SLO parameters, Core.Infer of a fake, encode), without
+// the network.
+func BenchmarkHandlerInfer784(b *testing.B) {
+	h, err := NewHandler(&benchCore{}, HandlerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := body784(b)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest("POST", "/v2/models/mlp/infer", rd)
+	w := &discardWriter{h: http.Header{}}
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		req.ContentLength = int64(len(body))
+		clear(w.h)
+		h.ServeHTTP(w, req)
+		if w.code != 200 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(code int)        { d.code = code }
+
+// benchCore answers every request with ten fixed probabilities per row.
+type benchCore struct{ fakeCore }
+
+var benchMetadata = &ModelMetadata{Name: "mlp", Platform: "onnx",
+	Inputs:  []TensorMetadata{{Name: "input", Datatype: DatatypeFP32, Shape: []int64{-1, 784}}},
+	Outputs: []TensorMetadata{{Name: "probabilities", Datatype: DatatypeFP32, Shape: []int64{-1, 10}}}}
+
+func (c *benchCore) ModelMetadata(context.Context, string, string) (*ModelMetadata, error) {
+	return benchMetadata, nil
+}
+
+func (c *benchCore) Infer(_ context.Context, call *Call) (*InferenceResponse, error) {
+	rows := call.Request.Inputs[0].Shape[0]
+	return &InferenceResponse{Outputs: []Tensor{NewFP32("probabilities", []int64{rows, 10}, make([]float32, 10*rows))}}, nil
 }
