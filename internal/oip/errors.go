@@ -127,6 +127,7 @@ type StatusError struct {
 	RetryAfter time.Duration
 }
 
+// Error returns the status code and the server's message.
 func (e *StatusError) Error() string {
 	return "oip: HTTP " + strconv.Itoa(e.Code) + ": " + e.Message
 }
