@@ -44,9 +44,10 @@ type MarkOptions struct {
 	// BatchBudget is the fraction of RT_max given to the batching rule (W_batch + T_b), leaving
 	// the rest for queueing (default 0.5, as the fixed policy).
 	BatchBudget float64 `yaml:"batch_budget"`
-	// SLOMonitor overrides the SLO monitor (window M, target SL_min, launch L, type T); its type
-	// defaults to the model's cheapest on-demand type when the paper's c5.large is not profiled.
-	SLOMonitor *slomon.Config `yaml:"slo_monitor"`
+	// SLOMonitor configures the SLO monitor (window M, target SL_min, launch L, type T, cool-down);
+	// fields left out keep slomon's defaults, the target defaults to the run's SLO target, and the
+	// type falls back to the model's cheapest on-demand type when it is not profiled.
+	SLOMonitor slomon.Config `yaml:"slo_monitor"`
 	// Standby is the type resumed on a spot interruption (default: a burstable type the model
 	// is profiled on, else the cheapest on-demand type).
 	Standby string `yaml:"standby"`
@@ -83,7 +84,9 @@ type markPolicy struct {
 
 func newMark(env Env) (Policy, error) {
 	o := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
-		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB}
+		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB,
+		SLOMonitor: slomon.DefaultConfig()}
+	o.SLOMonitor.Target = env.SLO.Target
 	if err := env.decode(&o); err != nil {
 		return Policy{}, err
 	}
@@ -178,11 +181,7 @@ func newMark(env Env) (Policy, error) {
 		}
 	}
 
-	sc := slomon.DefaultConfig()
-	if o.SLOMonitor != nil {
-		sc = *o.SLOMonitor
-	}
-	sc.Target = env.SLO.Target
+	sc := o.SLOMonitor
 	if _, ok := m.byName[sc.Type]; !ok {
 		sc.Type = cheapest.Name
 	}
