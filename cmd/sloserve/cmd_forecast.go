@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/forecast"
 	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // runForecast dispatches 'sloserve forecast <sub>'.
@@ -41,7 +41,7 @@ type backtestReport struct {
 // runForecastBacktest runs a rolling-origin backtest of the forecasters on a trace.
 func runForecastBacktest(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("forecast backtest", flag.ContinueOnError)
-	tracePath := fs.String("trace", "", "trace `file`: t_s,count (per second) or t_min,count (per minute) CSV")
+	tracePath := fs.String("trace", "", "trace `file` (any format internal/trace reads: t_s,count, t_min,count, step,rps, inter-arrivals, Azure 2019)")
 	asJSON := fs.Bool("json", false, "print the scores as JSON")
 	bc := forecast.DefaultBacktestConfig()
 	mc := forecast.DefaultMonitorConfig()
@@ -90,16 +90,11 @@ func runForecastBacktest(ctx context.Context, args []string, e env) error {
 	if len(names) == 0 {
 		return usagef("forecast backtest: --methods: no method given")
 	}
-	f, err := os.Open(*tracePath)
+	tr, err := trace.Open(*tracePath)
 	if err != nil {
 		return fmt.Errorf("forecast backtest: %w", err)
 	}
-	s, err := forecast.ReadSeries(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("forecast backtest: read %s: %w", *tracePath, err)
-	}
-	units, err := s.UnitMaxima(mc)
+	units, err := countSeries(tr).UnitMaxima(mc)
 	if err != nil {
 		return fmt.Errorf("forecast backtest: %w", err)
 	}
@@ -132,6 +127,24 @@ func runForecastBacktest(ctx context.Context, args []string, e env) error {
 	}
 	_, err = fmt.Fprintf(e.stdout, "best: %s\n", rep.Best)
 	return err
+}
+
+// countSeries gives a trace's arrivals per step as the arrival monitor's input: a rate series
+// keeps its step; an arrival list is counted per second.
+func countSeries(tr *trace.Trace) forecast.Series {
+	if tr.IsSeries() {
+		s := forecast.Series{Step: tr.Step, T: make([]float64, len(tr.Rates)), Count: make([]float64, len(tr.Rates))}
+		for i, r := range tr.Rates {
+			s.T[i], s.Count[i] = float64(i), r*tr.Step.Seconds()
+		}
+		return s
+	}
+	counts := trace.Counts(tr.Arrivals(1), time.Second, tr.Duration())
+	s := forecast.Series{Step: time.Second, T: make([]float64, len(counts)), Count: make([]float64, len(counts))}
+	for i, c := range counts {
+		s.T[i], s.Count[i] = float64(i), float64(c)
+	}
+	return s
 }
 
 func indexOf(scores []forecast.Score, method string) int {

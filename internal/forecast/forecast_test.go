@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -296,51 +297,8 @@ func equal(a, b []float64) bool {
 	return true
 }
 
-func TestReadSeries(t *testing.T) {
-	tests := []struct {
-		name, in string
-		step     time.Duration
-		rows     int
-		wantErr  string
-	}{
-		{"per second", "t_s,count\n0,4\n1,5\n", time.Second, 2, ""},
-		{"per minute with comment", "# origin\nt_min,count\n0,4\n2,5\n", time.Minute, 2, ""},
-		{"bad header", "time,count\n0,1\n", 0, 0, "header"},
-		{"backwards", "t_s,count\n1,1\n0,2\n", 0, 0, "goes backwards"},
-		{"repeated time merged", "t_s,count\n0,1\n1,1\n1,2\n2,0\n", time.Second, 3, ""},
-		{"negative count", "t_s,count\n0,-1\n", 0, 0, "in range"},
-		{"one column", "t_s,count\n0\n", 0, 0, "two comma-separated"},
-		{"empty", "", 0, 0, "no header"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := ReadSeries(strings.NewReader(tc.in))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Step != tc.step || len(s.T) != tc.rows {
-				t.Errorf("got step %v rows %d, want %v %d", s.Step, len(s.T), tc.step, tc.rows)
-			}
-		})
-	}
-}
-
 func TestUnitMaximaFixture(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "twitter-20min.rps.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, err := ReadSeries(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readFixture(t, filepath.Join("testdata", "twitter-20min.rps.csv"))
 	u, err := s.UnitMaxima(DefaultMonitorConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -360,20 +318,62 @@ func TestUnitMaximaFixture(t *testing.T) {
 	}
 }
 
-func FuzzReadSeries(f *testing.F) {
-	f.Add("t_s,count\n0,4\n1,5\n")
-	f.Add("t_min,count\n0,4\n5,1e3\n")
-	f.Add("# c\nt_s,count\n0,1\n0.5,2\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		s, err := ReadSeries(strings.NewReader(in))
-		if err != nil {
-			return
+// readFixture parses a "t_s,count" fixture (header, then integer rows).
+func readFixture(t *testing.T, path string) Series {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Series{Step: time.Second}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		a, c, _ := strings.Cut(line, ",")
+		ti, err1 := strconv.Atoi(a)
+		ci, err2 := strconv.Atoi(c)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s: bad row %q", path, line)
 		}
-		if len(s.T) != len(s.Count) || len(s.T) == 0 {
-			t.Fatalf("inconsistent series: %d times, %d counts", len(s.T), len(s.Count))
+		s.T = append(s.T, float64(ti))
+		s.Count = append(s.Count, float64(ci))
+	}
+	return s
+}
+
+func TestUnitMaximaErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Series
+	}{
+		{"empty", Series{Step: time.Second}},
+		{"lengths differ", Series{Step: time.Second, T: []float64{0, 1}, Count: []float64{1}}},
+		{"time goes back", Series{Step: time.Second, T: []float64{1, 0}, Count: []float64{1, 1}}},
+		{"negative count", Series{Step: time.Second, T: []float64{0}, Count: []float64{-1}}},
+		{"NaN time", Series{Step: time.Second, T: []float64{math.NaN()}, Count: []float64{1}}},
+		{"step between sample and unit", Series{Step: 30 * time.Second, T: []float64{0}, Count: []float64{1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.s.UnitMaxima(DefaultMonitorConfig()); err == nil {
+				t.Errorf("UnitMaxima(%+v): want error", tc.s)
+			}
+		})
+	}
+}
+
+// FuzzUnitMaxima feeds arbitrary (time, count) rows through the arrival monitor's view.
+func FuzzUnitMaxima(f *testing.F) {
+	f.Add([]byte{0, 4, 1, 5, 2, 9}, true)
+	f.Add([]byte{0, 1, 7, 200}, false)
+	f.Fuzz(func(t *testing.T, raw []byte, perSecond bool) {
+		s := Series{Step: time.Minute}
+		if perSecond {
+			s.Step = time.Second
 		}
-		if s.T[len(s.T)-1] > 1e5 {
-			return // keep the fuzzer's memory bounded
+		var at float64
+		for i := 0; i+1 < len(raw); i += 2 {
+			at += float64(raw[i])
+			s.T = append(s.T, at)
+			s.Count = append(s.Count, float64(raw[i+1]))
 		}
 		u, err := s.UnitMaxima(DefaultMonitorConfig())
 		if err != nil {
@@ -385,38 +385,4 @@ func FuzzReadSeries(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestARStabilise(t *testing.T) {
-	tests := []struct {
-		name string
-		coef []float64
-		want []float64
-	}{
-		{"stable is untouched", []float64{0.5, -0.2}, []float64{0.5, -0.2}},
-		{"explosive AR(1) shrinks to the radius bound", []float64{1.2}, []float64{maxARRadius}},
-		{"unit root AR(2) shrinks", []float64{1.5, -0.5}, []float64{1.5 * maxARRadius, -0.5 * maxARRadius * maxARRadius}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := append([]float64(nil), tc.coef...)
-			stabilise(got)
-			if !equal(got, tc.want) {
-				t.Errorf("stabilise(%v) (-want +got):\n-%v\n+%v", tc.coef, tc.want, got)
-			}
-		})
-	}
-	// A differenced AR forecasts a ramp by integrating the differences.
-	c := DefaultARConfig()
-	c.Order, c.Differenced = 2, true
-	a, _ := NewAR(c)
-	for i := range 100 {
-		a.Observe(float64(10 + 2*i))
-	}
-	got := a.Forecast(3)
-	for k, v := range got {
-		if want := float64(10 + 2*(100+k)); math.Abs(v-want) > 0.5 {
-			t.Errorf("differenced AR on a ramp: Forecast(3)[%d] = %.2f, want %.0f", k, v, want)
-		}
-	}
 }
