@@ -217,3 +217,31 @@ func TestMarkScalerInterruption(t *testing.T) {
 		})
 	}
 }
+
+func TestMarkDeterministic(t *testing.T) {
+	tr := steps(t, "ramp", [2]float64{5, 40}, [2]float64{-3, 120}, [2]float64{5, 120})
+	a := runPolicy(t, "mark", "spot: true", markCatalog(), tr)
+	b := runPolicy(t, "mark", "spot: true", markCatalog(), tr)
+	if a.CostUSD != b.CostUSD || a.SLOAttainment != b.SLOAttainment || a.LatencyMS != b.LatencyMS || a.ServedBy != b.ServedBy {
+		t.Errorf("two runs with the same seed differ (-first +second):\n-%+v\n+%+v", a, b)
+	}
+}
+
+func TestMarkOptionErrors(t *testing.T) {
+	for _, tc := range []struct{ name, opts string }{
+		{"bad forecaster", "forecaster: prophet"},
+		{"bad headroom", "headroom: 0.5"},
+		{"bad batch budget", "batch_budget: 2"},
+		{"unprofiled type", "types: [m5.large]"},
+		{"unknown standby", "standby: z9.huge"},
+		{"bad slo monitor", "slo_monitor: {window: -1}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
+				Decode: func(v any) error { return yaml.Unmarshal([]byte(tc.opts), v) }}
+			if _, err := New("mark", env); err == nil {
+				t.Errorf("New(mark, %q): want error", tc.opts)
+			}
+		})
+	}
+}
