@@ -211,3 +211,28 @@ func NewFromUsed(caps, used []Resources) *Cluster {
 	}
 	return c
 }
+
+// FirstFit returns the lowest-numbered server with room for r, or false when none has.
+func (c *Cluster) FirstFit(r Resources) (int, bool) {
+	server := -1
+	c.FreeVectors(func(fv FreeVector) bool {
+		if fv.Free.Fits(r) && (server < 0 || fv.Server < server) {
+			server = fv.Server
+		}
+		return true
+	})
+	return server, server >= 0
+}
+
+// Weighted returns the β-weighted allocation and the β-weighted capacity of the active servers
+// (those with anything allocated): 1 − used/capacity is FragmentRatio.
+func (c *Cluster) Weighted(beta float64) (used, activeCapacity float64) {
+	for j := range c.capacity {
+		if c.used[j].IsZero() {
+			continue
+		}
+		used += c.used[j].Weighted(beta)
+		activeCapacity += c.capacity[j].Weighted(beta)
+	}
+	return used, activeCapacity
+}

@@ -1,6 +1,281 @@
 package sim
 
-// Placeholder: replace this file with the real policy (docs/sim.md, "Adding a policy").
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/keepalive"
+	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/profile"
+)
+
+// The registry's "infless" entry stays a pointer: INFless needs per-instance batch queues,
+// several functions and a cluster of CPU/GPU servers, which the shared-queue engine (Run) does
+// not model; it runs on the cluster simulator instead (RunCluster, NewINFlessCluster; see
+// docs/infless.md). Returning ErrNotImplemented keeps `sloserve sim --policy all` and the
+// conformance test skipping it.
 func init() {
-	Register("infless", "INFless: non-uniform per-instance batching, r_up-weighted dispatch, LSTH keep-alive", notImplemented("infless"))
+	Register("infless", "INFless: non-uniform per-instance batching, α-band dispatch, Alg. 1 placement, LSTH (cluster simulator: sim.RunCluster)",
+		func(Env) (Policy, error) {
+			return Policy{}, fmt.Errorf("infless runs on the cluster simulator (sim.RunCluster, `sloserve infless sim`): %w", ErrNotImplemented)
+		})
+}
+
+// INFlessOptions configures the INFless cluster policy; the ablations of INFless Fig. 11 are
+// settings of it.
+type INFlessOptions struct {
+	// Alpha is the α of the dispatch band (§3.2: 0.8). In [0, 1].
+	Alpha float64
+	// Offset inflates predicted execution times (§3.3: +10 %). OP ablation: 0.5 (OP1.5) or 1.0
+	// (OP2). ≥ 0.
+	Offset float64
+	// MaxBatch caps the batch sizes explored (§5.1: ≤ 32). BB ablation: 1. ≥ 1.
+	MaxBatch int
+	// FirstFit disables resource-aware scheduling (RS ablation): the maximum-throughput
+	// configuration, first-fit (infless.Config.FirstFit).
+	FirstFit bool
+	// ScaleDownAfter is how long case (iii) of §3.2 must hold before instances are released:
+	// INFless's autoscaler releases after 3 inactive monitor ticks of 10 s (infless-constants.json,
+	// FunctionInactiveNum). ≥ 0.
+	ScaleDownAfter time.Duration
+	// KeepAlive builds a function's keep-alive policy, which decides when an idle function keeps
+	// (or pre-warms) one instance; nil means INFless's LSTH (§3.5) with its defaults.
+	KeepAlive func() (keepalive.Policy, error)
+	// Predictor builds a function's latency predictor from its profile; nil means the measured
+	// profile (infless.ProfilePredictor), which combined operator profiling approximates.
+	Predictor func(p profile.INFlessProfile) infless.Predictor
+}
+
+// DefaultINFlessMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
+const DefaultINFlessMaxBatch = 32
+
+// DefaultScaleDownAfter is 3 × 10 s (INFless's FunctionInactiveNum × instanceScaleMonitor interval).
+const DefaultScaleDownAfter = 30 * time.Second
+
+// DefaultINFlessOptions returns INFless as published: α 0.8, +10 % offset, b ≤ 32, Eq. 10
+// placement, 30 s scale-down hold, LSTH.
+func DefaultINFlessOptions() INFlessOptions {
+	return INFlessOptions{Alpha: infless.DefaultAlpha, Offset: infless.DefaultOffset, MaxBatch: DefaultINFlessMaxBatch, ScaleDownAfter: DefaultScaleDownAfter}
+}
+
+// Validate names the first bad field.
+func (o INFlessOptions) Validate() error {
+	switch {
+	case !(o.Alpha >= 0 && o.Alpha <= 1):
+		return fmt.Errorf("infless.alpha: must be in [0, 1], got %v", o.Alpha)
+	case !(o.Offset >= 0) || math.IsInf(o.Offset, 1):
+		return fmt.Errorf("infless.offset: must be ≥ 0, got %v", o.Offset)
+	case o.MaxBatch < 1:
+		return fmt.Errorf("infless.max_batch: must be ≥ 1, got %d", o.MaxBatch)
+	case o.ScaleDownAfter < 0:
+		return fmt.Errorf("infless.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
+	}
+	return nil
+}
+
+// inflessCluster is INFless on the cluster simulator.
+type inflessCluster struct {
+	name string
+	o    INFlessOptions
+	fns  map[int]*inflessFn
+}
+
+type inflessFn struct {
+	cfg       infless.Config
+	pred      infless.Predictor
+	idle      idleTracker
+	downSince time.Time
+}
+
+// NewINFlessCluster returns the INFless policy for RunCluster: per function, the α-band (§3.2)
+// splits R over the instances (their dispatch weights) and decides the case; in case (i) Alg. 1
+// (infless.Schedule) places instances for R − R_max on the shared cluster; in case (iii), held for
+// ScaleDownAfter, infless.Release picks the instances to drain. A function with no arrivals in the
+// rate window keeps one instance while its keep-alive policy (LSTH) says it is loaded — and
+// pre-warms one when the pre-warm window opens — and none otherwise.
+func NewINFlessCluster(name string, o INFlessOptions) (ClusterPolicy, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = "infless"
+	}
+	return &inflessCluster{name: name, o: o, fns: map[int]*inflessFn{}}, nil
+}
+
+func (p *inflessCluster) Name() string { return p.name }
+
+func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
+	if st, ok := p.fns[fv.Index]; ok {
+		return st, nil
+	}
+	batches, res := infless.ProfileSpace(fv.Profile)
+	var bs []int
+	for _, b := range batches {
+		if b <= p.o.MaxBatch {
+			bs = append(bs, b)
+		}
+	}
+	if len(bs) == 0 {
+		bs = []int{1}
+	}
+	pred := infless.ProfilePredictor(fv.Profile)
+	if p.o.Predictor != nil {
+		pred = p.o.Predictor(fv.Profile)
+	}
+	ka, err := newKeepAlive(p.o.KeepAlive)
+	if err != nil {
+		return nil, err
+	}
+	st := &inflessFn{
+		cfg:  infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit},
+		pred: pred,
+		idle: idleTracker{ka: ka},
+	}
+	if err := st.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("function %s: %w", fv.Name, err)
+	}
+	p.fns[fv.Index] = st
+	return st, nil
+}
+
+func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) {
+	if f != nil {
+		return f()
+	}
+	return keepalive.NewLSTH(keepalive.DefaultLSTHConfig())
+}
+
+// Control applies §3.2's three cases to every function.
+func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
+	d := ClusterDecision{Weights: map[int]float64{}}
+	for _, fv := range v.Functions {
+		st, err := p.state(fv)
+		if err != nil {
+			return d, err
+		}
+		st.cfg.Beta = v.Beta
+		st.idle.update(now, fv.Arrivals)
+		loaded := st.idle.loaded(now)
+		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter
+		if len(fv.Instances) == 0 {
+			switch {
+			case r > 0:
+				if err := p.schedule(&d, v, fv, st, r); err != nil {
+					return d, err
+				}
+			case loaded:
+				// Pre-warm one instance for a trickle of load (Alg. 1 then picks b = 1).
+				if err := p.schedule(&d, v, fv, st, 1e-9); err != nil {
+					return d, err
+				}
+			}
+			continue
+		}
+		bounds := make([]infless.Bounds, len(fv.Instances))
+		for k, in := range fv.Instances {
+			bounds[k] = in.Launch.Bounds
+		}
+		split := infless.Band(bounds, r, p.o.Alpha)
+		for k, in := range fv.Instances {
+			d.Weights[in.ID] = split.Rates[k]
+		}
+		switch {
+		case split.Scale == infless.Up:
+			st.downSince = time.Time{}
+			if err := p.schedule(&d, v, fv, st, split.Residual); err != nil {
+				return d, err
+			}
+		case split.Scale == infless.Down || r == 0:
+			if st.downSince.IsZero() {
+				st.downSince = now
+			}
+			if now.Sub(st.downSince) < p.o.ScaleDownAfter {
+				continue
+			}
+			st.downSince = time.Time{}
+			rel := infless.Release(bounds, r)
+			if r == 0 && loaded && len(rel) == len(bounds) {
+				// Keep-alive: the instance with the smallest r_up stays loaded.
+				keep := 0
+				for k := range bounds {
+					if bounds[k].Up < bounds[keep].Up {
+						keep = k
+					}
+				}
+				rel = slices.DeleteFunc(rel, func(k int) bool { return k == keep })
+			}
+			for _, k := range rel {
+				d.Release = append(d.Release, fv.Instances[k].ID)
+			}
+		default:
+			st.downSince = time.Time{}
+		}
+	}
+	return d, nil
+}
+
+func (p *inflessCluster) schedule(d *ClusterDecision, v ClusterView, fv FunctionView, st *inflessFn, residual float64) error {
+	res, err := infless.Schedule(v.Cluster, residual, st.cfg, st.pred)
+	if err != nil {
+		return fmt.Errorf("function %s: %w", fv.Name, err)
+	}
+	for _, pl := range res.Placements {
+		d.Launch = append(d.Launch, launchOf(fv, pl.Option, pl.Server))
+	}
+	return nil
+}
+
+// launchOf builds the launch of option o on server for fv; the batch timeout is t_slo − t_exec
+// (INFless's estimator: batch_timeout = SLO − exec), so that a full wait plus a predicted
+// execution meets the SLO.
+func launchOf(fv FunctionView, o infless.Option, server int) InstanceLaunch {
+	return InstanceLaunch{Function: fv.Index, Server: server, Resources: o.Resources, Batch: o.Batch,
+		Timeout: max(fv.SLO-o.Exec, 0), Exec: o.Exec, Bounds: o.Bounds}
+}
+
+// idleTracker feeds a keep-alive policy the way keepalive.Replay does (Shahrad et al.): a minute
+// with arrivals keeps the function busy for the whole minute; after the last busy minute ends,
+// the windows say when the function is loaded.
+type idleTracker struct {
+	ka      keepalive.Policy
+	minute  time.Time
+	active  bool
+	lastArr int64
+	lastEnd time.Time
+	seen    bool
+	win     keepalive.Windows
+}
+
+func (t *idleTracker) update(now time.Time, arrivals int64) {
+	m := now.Truncate(time.Minute)
+	if !m.Equal(t.minute) {
+		if t.active {
+			end := t.minute.Add(time.Minute)
+			t.ka.Observe(t.minute, end)
+			t.win = t.ka.Windows(end)
+			t.lastEnd, t.seen = end, true
+		}
+		t.minute, t.active = m, false
+	}
+	if arrivals > t.lastArr {
+		t.active, t.lastArr = true, arrivals
+	}
+}
+
+// loaded reports whether the function should have an instance loaded at now.
+func (t *idleTracker) loaded(now time.Time) bool {
+	if t.active {
+		return true
+	}
+	if !t.seen {
+		return false
+	}
+	gap := now.Sub(t.lastEnd)
+	if t.win.PreWarm <= 0 {
+		return gap <= t.win.KeepAlive
+	}
+	return gap >= t.win.PreWarm && gap <= t.win.PreWarm+t.win.KeepAlive
 }

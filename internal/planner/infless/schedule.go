@@ -31,6 +31,11 @@ type Config struct {
 	Offset float64
 	// MaxInstances bounds one call; 0 means 1,000,000.
 	MaxInstances int
+	// FirstFit disables resource-aware scheduling (the RS ablation of INFless Fig. 11): within a
+	// batch size only the configuration with the maximum throughput (largest r_up; ties to the
+	// smaller β-weighted size) is used, placed on the lowest-numbered server it fits on, instead of
+	// the Eq. 10 argmax over every configuration and server.
+	FirstFit bool
 }
 
 // Validate names the first bad field.
@@ -163,7 +168,11 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 		}
 		placed := false
 		for _, g := range groups {
-			p, ok := bestPlacement(c, opts[g.start:g.end], residual, best, beta)
+			place := bestPlacement
+			if cfg.FirstFit {
+				place = firstFitPlacement
+			}
+			p, ok := place(c, opts[g.start:g.end], residual, best, beta)
 			if !ok {
 				continue // no feasible configuration or no room with this batch size: try the next
 			}
@@ -230,4 +239,28 @@ func better(e float64, o Option, server int, cur Placement) bool {
 		return o.Resources.GPU < cur.Resources.GPU || (o.Resources.GPU == cur.Resources.GPU && o.Resources.CPU < cur.Resources.CPU)
 	}
 	return false
+}
+
+// firstFitPlacement is the RS ablation: the admitted option with the largest r_up (ties to the
+// smaller β-weighted size, then fewer GPU) on the lowest-numbered server with room for it.
+func firstFitPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64) (Placement, bool) {
+	var o Option
+	found := false
+	for _, x := range opts {
+		if x.Batch > 1 && !(residual > x.Bounds.Low) {
+			continue
+		}
+		if !found || x.Bounds.Up > o.Bounds.Up || (x.Bounds.Up == o.Bounds.Up && (x.weight < o.weight ||
+			(x.weight == o.weight && x.Resources.GPU < o.Resources.GPU))) {
+			o, found = x, true
+		}
+	}
+	if !found {
+		return Placement{}, false
+	}
+	server, ok := c.FirstFit(o.Resources)
+	if !ok {
+		return Placement{}, false
+	}
+	return Placement{Option: o, Server: server, Efficiency: math.NaN()}, true
 }

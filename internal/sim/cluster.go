@@ -1,0 +1,701 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/cluster"
+	"github.com/sloserve/sloserve/internal/dispatch"
+	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// The cluster simulator (RunCluster) runs several inference functions, each with its own
+// measured INFless profile, arrival trace and SLO, on one cluster of servers with CPU cores and
+// GPU SM shares (internal/cluster). Unlike Run — one model, one shared batch queue in front of a
+// VM fleet priced by a cloud catalog — every instance here has its own batch size, timeout and
+// ⟨cpu, gpu⟩ share and its own batch queue (INFless §3.2, "non-uniform"), and cost is resources
+// held, not dollars. It is a separate loop rather than a mode of Run so that the shared-queue
+// engine and its policies stay exactly as they are; it reuses the event heap, the batching
+// policies (batching.NewFixed per instance) and the dispatch pickers.
+
+// ClusterFunction is one inference function of a multi-function workload.
+type ClusterFunction struct {
+	// Name names the function in the Summaries.
+	Name string
+	// Profile is the function's measured latency per ⟨cpu, gpu, batch⟩: what its instances really
+	// take (with Config noise).
+	Profile profile.INFlessProfile
+	// SLO is the function's latency objective (INFless: OSVT 200 ms, Q&A 50 ms).
+	SLO slo.Spec
+	// Arrivals are the function's request arrivals (offsets from the start of the run).
+	Arrivals Arrivals
+	// Trace names the arrival trace.
+	Trace string
+	// MeanRPS is an offline estimate of the function's mean request rate (1/s), for policies that
+	// size one static configuration (the uniform baseline).
+	MeanRPS float64
+}
+
+// ClusterConfig parameterises a cluster run.
+type ClusterConfig struct {
+	// Servers is the number of servers; Server the capacity of each.
+	Servers int
+	Server  cluster.Resources
+	// Beta converts CPU cores into GPU SM-percent units (INFless Eq. 2); 0 = cluster.DefaultBeta.
+	Beta float64
+	// ControlPeriod is how often the policy is asked (INFless's dispatcher runs every 1 s). > 0.
+	ControlPeriod time.Duration
+	// RateWindow is the window over which a function's arrival rate R is measured. ≥ ControlPeriod.
+	RateWindow time.Duration
+	// StartDelay is an instance's cold start: from placement to accepting requests. ≥ 0.
+	StartDelay time.Duration
+	// NoiseCV is the coefficient of variation of batch execution times (log-normal, mean
+	// preserved). In [0, 2].
+	NoiseCV float64
+	// RequestTimeout is the longest a request waits in a queue before it fails. > 0.
+	RequestTimeout time.Duration
+	// Seed makes the run deterministic.
+	Seed uint64
+	// Trace names the workload in the aggregate Summary.
+	Trace string
+	// Epoch is the virtual wall-clock time of offset 0 (zero = DefaultEpoch).
+	Epoch time.Time
+}
+
+// Cluster simulator defaults.
+const (
+	// DefaultClusterServers is 64 servers: enough for the OSVT + Q&A workloads at 100 rps peak per
+	// function; only active servers count towards fragments and resources.
+	DefaultClusterServers = 64
+	// DefaultControlPeriod is INFless's dispatcher interval, 1 s (infless-constants.json).
+	DefaultControlPeriod = time.Second
+	// DefaultRateWindow is 5 s: long enough that Poisson noise at tens of requests per second does
+	// not trigger scale-ups (±1/√(5R)), short enough to follow the burst300 traces' steps.
+	DefaultRateWindow = 5 * time.Second
+	// DefaultStartDelay is 1 s: INFless loads models into containers that its LSTH policy keeps
+	// pre-warmed, and TF-Serving with a cached image starts in about a second.
+	DefaultStartDelay = time.Second
+)
+
+// DefaultServer is one INFless testbed server half (Table 2: 2 sockets, 32 threads and 2 RTX
+// 2080Ti per machine): 16 CPU threads and one GPU (100 % of its SMs). A GPU SM share cannot span
+// two GPUs, so the simulator's server is one GPU with its socket.
+var DefaultServer = cluster.Resources{CPU: 16, GPU: 100}
+
+// DefaultClusterConfig returns the defaults.
+func DefaultClusterConfig() ClusterConfig {
+	return ClusterConfig{
+		Servers:        DefaultClusterServers,
+		Server:         DefaultServer,
+		ControlPeriod:  DefaultControlPeriod,
+		RateWindow:     DefaultRateWindow,
+		StartDelay:     DefaultStartDelay,
+		NoiseCV:        DefaultNoiseCV,
+		RequestTimeout: DefaultRequestTimeout,
+		Seed:           1,
+		Epoch:          DefaultEpoch,
+	}
+}
+
+// Validate names the first bad field.
+func (c ClusterConfig) Validate() error {
+	switch {
+	case c.Servers < 1:
+		return fmt.Errorf("cluster.servers: must be ≥ 1, got %d", c.Servers)
+	case c.Server.CPU < 0 || c.Server.GPU < 0 || c.Server.IsZero():
+		return fmt.Errorf("cluster.server: must be non-negative and non-zero, got %+v", c.Server)
+	case c.Beta < 0 || math.IsNaN(c.Beta):
+		return fmt.Errorf("cluster.beta: must be ≥ 0, got %v", c.Beta)
+	case c.ControlPeriod <= 0:
+		return fmt.Errorf("cluster.control_period: must be > 0, got %v", c.ControlPeriod)
+	case c.RateWindow < c.ControlPeriod:
+		return fmt.Errorf("cluster.rate_window: must be ≥ control_period %v, got %v", c.ControlPeriod, c.RateWindow)
+	case c.StartDelay < 0:
+		return fmt.Errorf("cluster.start_delay: must be ≥ 0, got %v", c.StartDelay)
+	case !(c.NoiseCV >= 0 && c.NoiseCV <= 2):
+		return fmt.Errorf("cluster.noise_cv: must be in [0, 2], got %v", c.NoiseCV)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("cluster.request_timeout: must be > 0, got %v", c.RequestTimeout)
+	}
+	return nil
+}
+
+// ClusterPolicy decides a cluster's instances: asked every ControlPeriod with the facts, it
+// returns the instances to launch (with their configuration and server), the instances to
+// release, and each instance's dispatch weight. Implementations are pure apart from their own
+// state: no clock, no I/O. A ClusterPolicy belongs to one run.
+type ClusterPolicy interface {
+	// Name names the policy in Summaries.
+	Name() string
+	// Control decides at now. v.Cluster is a copy the policy may modify (e.g. by scheduling on it).
+	Control(v ClusterView, now time.Time) (ClusterDecision, error)
+}
+
+// ClusterView is what a ClusterPolicy sees.
+type ClusterView struct {
+	// Cluster is a copy of the cluster's allocations (draining instances still hold theirs).
+	Cluster *cluster.Cluster
+	// Beta is the run's β.
+	Beta float64
+	// Functions are the functions, in the run's order.
+	Functions []FunctionView
+}
+
+// FunctionView is one function's state.
+type FunctionView struct {
+	// Index is the function's position in the run; Name and Profile as given.
+	Index   int
+	Name    string
+	Profile profile.INFlessProfile
+	// SLO is the function's latency threshold; MeanRPS its offline mean rate.
+	SLO     time.Duration
+	MeanRPS float64
+	// Rate is R, the arrival rate over the last RateWindow, requests per second; RateNow is the
+	// rate over the last ControlPeriod alone (noisier, but it sees a burst at once).
+	Rate, RateNow float64
+	// Arrivals counts the function's arrivals so far.
+	Arrivals int64
+	// Instances are the live instances (starting or ready; not draining), in launch order.
+	Instances []InstanceView
+}
+
+// InstanceView is one live instance.
+type InstanceView struct {
+	// ID identifies the instance for Release and Weights.
+	ID int
+	// Launch is its configuration and server.
+	Launch InstanceLaunch
+	// Ready reports that it accepts requests; Queue is its queue length.
+	Ready bool
+	Queue int
+}
+
+// InstanceLaunch asks for one instance.
+type InstanceLaunch struct {
+	// Function is the function's index.
+	Function int
+	// Server is where it goes; Resources its ⟨cpu, gpu⟩ share.
+	Server    int
+	Resources cluster.Resources
+	// Batch is its batch size b and Timeout its batch timeout (INFless: t_slo − t_exec).
+	Batch   int
+	Timeout time.Duration
+	// Exec is the predicted batch execution time and Bounds its Eq. 1 rate bounds.
+	Exec   time.Duration
+	Bounds infless.Bounds
+}
+
+// ClusterDecision is a policy's answer.
+type ClusterDecision struct {
+	// Launch are new instances, placed in order.
+	Launch []InstanceLaunch
+	// Release are instance IDs to drain: they take no new requests, finish their queue and free
+	// their resources.
+	Release []int
+	// Weights are dispatch weights (requests per second) by instance ID, for the instances live
+	// after the decision; instances without one keep theirs (a new instance starts at r_up).
+	Weights map[int]float64
+}
+
+// ClusterResult is the outcome of a cluster run.
+type ClusterResult struct {
+	// Summary aggregates every function: attainment counts each request against its own
+	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_server_resource,
+	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases,
+	// cold_start_requests and timeouts.
+	Summary slo.Summary
+	// Functions are the per-function Summaries, in the run's order.
+	Functions []slo.Summary
+	// BatchInstances counts launched instances by batch size (INFless Fig. 13).
+	BatchInstances map[int]int
+}
+
+// cluster event kinds (disjoint from engine.go's).
+const (
+	cevArrival uint8 = 100 + iota
+	cevReady
+	cevDone
+	cevWake
+	cevControl
+)
+
+type cInst struct {
+	InstanceLaunch
+	curve      profile.Curve
+	pol        *batching.Fixed
+	q          ring
+	ready      bool
+	busy       bool
+	draining   bool
+	ended      bool
+	wakeAt     int64
+	weight     float64
+	assigned   int
+	inflight   []int64
+	batchStart int64
+}
+
+type cFn struct {
+	ClusterFunction
+	rec      *slo.Recorder
+	pending  ring
+	live     []int // live (not ended) instance ids, launch order
+	win      []int // arrivals per control period, ring over RateWindow
+	winAt    int
+	cur      int
+	arrivals int64
+	cold     int64
+	curves   map[cluster.Resources]profile.Curve
+}
+
+type cEngine struct {
+	ctx   context.Context
+	cfg   ClusterConfig
+	pol   ClusterPolicy
+	beta  float64
+	cl    *cluster.Cluster
+	fns   []*cFn
+	insts []*cInst
+	h     eventHeap
+	now   int64
+	rng   *rand.Rand
+	sig   float64
+	cands []dispatch.Instance
+	cidx  []int
+
+	queued, inflight int
+	arrivalsLeft     int
+	usedW, capW      float64
+	allocArea        float64
+	capArea          float64
+	cpuArea, gpuArea float64
+	instArea         float64
+	nLive            int
+	activeArea       float64
+	nActive          int
+	last             int64
+	launches         int64
+	releases         int64
+	timeouts         int64
+	byBatch          map[int]int
+}
+
+// RunCluster simulates pol serving fns on a cluster of cfg.Servers servers and returns the
+// aggregate and per-function Summaries. It is deterministic for a given cfg.Seed.
+func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, pol ClusterPolicy) (*ClusterResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(fns) == 0 {
+		return nil, fmt.Errorf("cluster: no functions")
+	}
+	if cfg.Epoch.IsZero() {
+		cfg.Epoch = DefaultEpoch
+	}
+	e := &cEngine{ctx: ctx, cfg: cfg, pol: pol, beta: cfg.Beta, cl: cluster.New(cfg.Servers, cfg.Server),
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xc1a57e)), byBatch: map[int]int{}}
+	if e.beta == 0 {
+		e.beta = cluster.DefaultBeta
+	}
+	if cfg.NoiseCV > 0 {
+		e.sig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
+	}
+	nwin := int((cfg.RateWindow + cfg.ControlPeriod - 1) / cfg.ControlPeriod)
+	for i, f := range fns {
+		if err := f.SLO.Validate(); err != nil {
+			return nil, fmt.Errorf("cluster: function %s: %w", f.Name, err)
+		}
+		if f.Arrivals == nil || len(f.Profile.Points) == 0 {
+			return nil, fmt.Errorf("cluster: function %s needs arrivals and a profile", f.Name)
+		}
+		fn := &cFn{ClusterFunction: f, rec: slo.NewRecorder(f.SLO), win: make([]int, nwin), curves: map[cluster.Resources]profile.Curve{}}
+		e.fns = append(e.fns, fn)
+		if at, ok := f.Arrivals.Next(); ok {
+			e.h.push(int64(at), cevArrival, int32(i))
+			e.arrivalsLeft++
+		}
+	}
+	e.control()
+	e.h.push(int64(cfg.ControlPeriod), cevControl, 0)
+	if err := e.loop(); err != nil {
+		return nil, err
+	}
+	return e.finish(), nil
+}
+
+func (e *cEngine) t(off int64) time.Time { return e.cfg.Epoch.Add(time.Duration(off)) }
+
+func (e *cEngine) busy() bool { return e.arrivalsLeft > 0 || e.queued > 0 || e.inflight > 0 }
+
+func (e *cEngine) loop() error {
+	var steps uint64
+	for e.h.len() > 0 {
+		steps++
+		if steps&0xffff == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ev := e.h.pop()
+		e.advance(ev.at)
+		switch ev.kind {
+		case cevArrival:
+			e.arrive(int(ev.id))
+		case cevReady:
+			e.becomeReady(int(ev.id))
+		case cevDone:
+			e.done(int(ev.id))
+		case cevWake:
+			if in := e.insts[ev.id]; in.wakeAt == ev.at {
+				in.wakeAt = -1
+				e.pump(int(ev.id))
+			}
+		case cevControl:
+			if err := e.control(); err != nil {
+				return err
+			}
+			if e.busy() {
+				e.h.push(e.now+int64(e.cfg.ControlPeriod), cevControl, 0)
+			}
+		}
+	}
+	return nil
+}
+
+// advance integrates the time-averaged resource figures up to at.
+func (e *cEngine) advance(at int64) {
+	if dt := float64(at - e.last); dt > 0 {
+		e.allocArea += e.usedW * dt
+		e.capArea += e.capW * dt
+		e.instArea += float64(e.nLive) * dt
+		e.activeArea += float64(e.nActive) * dt
+		e.last = at
+	}
+	e.now = at
+}
+
+func (e *cEngine) reweigh() {
+	e.usedW, e.capW = e.cl.Weighted(e.beta)
+	e.nActive = e.cl.ActiveServers()
+}
+
+func (e *cEngine) arrive(fi int) {
+	fn := e.fns[fi]
+	fn.arrivals++
+	fn.cur++
+	if at, ok := fn.Arrivals.Next(); ok {
+		if int64(at) < e.now {
+			at = time.Duration(e.now)
+		}
+		e.h.push(int64(at), cevArrival, int32(fi))
+	} else {
+		e.arrivalsLeft--
+	}
+	e.queued++
+	if i := e.pick(fn); i >= 0 {
+		e.enqueue(i, e.now)
+		return
+	}
+	fn.cold++
+	fn.pending.push(e.now)
+}
+
+// pick chooses a ready instance of fn by its weight (dispatch.WeightedLeastOutstanding over the
+// requests assigned since the last control step: each instance receives arrivals in proportion to
+// its α-band rate).
+func (e *cEngine) pick(fn *cFn) int {
+	e.cands, e.cidx = e.cands[:0], e.cidx[:0]
+	for _, id := range fn.live {
+		in := e.insts[id]
+		if !in.ready || in.draining {
+			continue
+		}
+		e.cands = append(e.cands, dispatch.Instance{Free: 1, Outstanding: in.assigned, Weight: in.weight})
+		e.cidx = append(e.cidx, id)
+	}
+	k := dispatch.WeightedLeastOutstanding(e.cands)
+	if k < 0 {
+		return -1
+	}
+	return e.cidx[k]
+}
+
+func (e *cEngine) enqueue(i int, arrival int64) {
+	in := e.insts[i]
+	in.assigned++
+	in.q.push(arrival)
+	e.pump(i)
+}
+
+func (e *cEngine) fail(fn *cFn) {
+	e.queued--
+	e.timeouts++
+	fn.rec.Failed()
+}
+
+// pump runs instance i's batching policy: dispatch a batch when it says so and the instance is
+// idle, else arm a wake-up at its Next.
+func (e *cEngine) pump(i int) {
+	in := e.insts[i]
+	fn := e.fns[in.Function]
+	for in.q.n > 0 && e.now-in.q.front() > int64(e.cfg.RequestTimeout) {
+		in.q.pop()
+		e.fail(fn)
+	}
+	if in.busy || in.q.n == 0 {
+		e.maybeEnd(i)
+		return
+	}
+	oldest := e.t(in.q.front())
+	d := in.pol.Decide(batching.Queue{Len: in.q.n, Oldest: oldest, EarliestDeadline: oldest.Add(fn.SLO.Threshold), Free: 1}, e.t(e.now))
+	if d.Dispatch > 0 {
+		e.start(i, min(d.Dispatch, in.q.n))
+		return
+	}
+	if !d.Next.IsZero() {
+		nx := max(int64(d.Next.Sub(e.cfg.Epoch)), e.now)
+		if in.wakeAt < e.now || nx < in.wakeAt {
+			in.wakeAt = nx
+			e.h.push(nx, cevWake, int32(i))
+		}
+	}
+}
+
+func (e *cEngine) noise() float64 {
+	if e.sig == 0 {
+		return 1
+	}
+	return math.Exp(e.sig*e.rng.NormFloat64() - e.sig*e.sig/2)
+}
+
+func (e *cEngine) start(i, n int) {
+	in := e.insts[i]
+	in.inflight = in.inflight[:0]
+	for range n {
+		in.inflight = append(in.inflight, in.q.pop())
+	}
+	in.busy, in.batchStart = true, e.now
+	e.queued -= n
+	e.inflight += n
+	e.fns[in.Function].rec.Batch(n)
+	svc := max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
+	e.h.push(e.now+svc, cevDone, int32(i))
+}
+
+func (e *cEngine) done(i int) {
+	in := e.insts[i]
+	fn := e.fns[in.Function]
+	for _, a := range in.inflight {
+		fn.rec.Completed(time.Duration(e.now-a), slo.TierVM)
+	}
+	e.inflight -= len(in.inflight)
+	in.inflight = in.inflight[:0]
+	in.busy = false
+	e.pump(i)
+}
+
+// maybeEnd frees a draining instance once it has nothing left to do.
+func (e *cEngine) maybeEnd(i int) {
+	in := e.insts[i]
+	if !in.draining || in.ended || in.busy || in.q.n > 0 {
+		return
+	}
+	in.ended = true
+	if err := e.cl.Release(in.Server, in.Resources); err != nil {
+		panic(fmt.Sprintf("sim cluster: %v", err)) // the engine's own accounting is broken
+	}
+	fn := e.fns[in.Function]
+	for k, id := range fn.live {
+		if id == i {
+			fn.live = append(fn.live[:k], fn.live[k+1:]...)
+			break
+		}
+	}
+	e.nLive--
+	e.reweigh()
+}
+
+func (e *cEngine) becomeReady(i int) {
+	in := e.insts[i]
+	if in.draining {
+		return
+	}
+	in.ready = true
+	fn := e.fns[in.Function]
+	for fn.pending.n > 0 {
+		j := e.pick(fn)
+		if j < 0 {
+			break
+		}
+		e.enqueue(j, fn.pending.pop())
+	}
+}
+
+func (e *cEngine) curve(fn *cFn, r cluster.Resources) (profile.Curve, error) {
+	if c, ok := fn.curves[r]; ok {
+		return c, nil
+	}
+	c, err := fn.Profile.Curve(r.CPU, r.GPU)
+	if err != nil {
+		return profile.Curve{}, err
+	}
+	fn.curves[r] = c
+	return c, nil
+}
+
+func (e *cEngine) control() error {
+	// Close the rate window's current slot.
+	v := ClusterView{Cluster: e.cl.Clone(), Beta: e.beta}
+	elapsed := min(time.Duration(e.now), e.cfg.RateWindow)
+	for i, fn := range e.fns {
+		for fn.pending.n > 0 && e.now-fn.pending.front() > int64(e.cfg.RequestTimeout) {
+			fn.pending.pop()
+			e.fail(fn)
+		}
+		var rateNow float64
+		if e.now > 0 {
+			rateNow = float64(fn.cur) / min(time.Duration(e.now), e.cfg.ControlPeriod).Seconds()
+		}
+		fn.win[fn.winAt] = fn.cur
+		fn.winAt = (fn.winAt + 1) % len(fn.win)
+		fn.cur = 0
+		var n int
+		for _, c := range fn.win {
+			n += c
+		}
+		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow}
+		if elapsed > 0 {
+			fv.Rate = float64(n) / elapsed.Seconds()
+		}
+		// Requests still waiting for a first instance count as load too.
+		if elapsed > 0 && fn.pending.n > 0 && fv.Rate == 0 {
+			fv.Rate = float64(fn.pending.n) / elapsed.Seconds()
+		}
+		for _, id := range fn.live {
+			in := e.insts[id]
+			if in.draining {
+				continue
+			}
+			fv.Instances = append(fv.Instances, InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n})
+		}
+		v.Functions = append(v.Functions, fv)
+	}
+	d, err := e.pol.Control(v, e.t(e.now))
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", e.pol.Name(), err)
+	}
+	for _, id := range d.Release {
+		if id < 0 || id >= len(e.insts) || e.insts[id].ended {
+			return fmt.Errorf("policy %s: release of unknown instance %d", e.pol.Name(), id)
+		}
+		in := e.insts[id]
+		if in.draining {
+			continue
+		}
+		in.draining = true
+		e.releases++
+		fn := e.fns[in.Function]
+		// Requests queued on a released instance that has not started go back to the function.
+		if !in.ready {
+			for in.q.n > 0 {
+				fn.pending.push(in.q.pop())
+			}
+		}
+		e.maybeEnd(id)
+	}
+	for _, l := range d.Launch {
+		if l.Function < 0 || l.Function >= len(e.fns) {
+			return fmt.Errorf("policy %s: launch for unknown function %d", e.pol.Name(), l.Function)
+		}
+		fn := e.fns[l.Function]
+		c, err := e.curve(fn, l.Resources)
+		if err != nil {
+			return fmt.Errorf("policy %s: launch %s: %w", e.pol.Name(), fn.Name, err)
+		}
+		if err := e.cl.Place(l.Server, l.Resources); err != nil {
+			return fmt.Errorf("policy %s: launch %s: %w", e.pol.Name(), fn.Name, err)
+		}
+		b := max(l.Batch, 1)
+		in := &cInst{InstanceLaunch: l, curve: c, pol: batching.NewFixed(b, l.Timeout), wakeAt: -1, weight: l.Bounds.Up}
+		e.insts = append(e.insts, in)
+		id := len(e.insts) - 1
+		fn.live = append(fn.live, id)
+		e.nLive++
+		e.launches++
+		e.byBatch[b]++
+		e.h.push(e.now+int64(e.cfg.StartDelay), cevReady, int32(id))
+	}
+	e.reweigh()
+	for _, fn := range e.fns {
+		for _, id := range fn.live {
+			in := e.insts[id]
+			if w, ok := d.Weights[id]; ok {
+				in.weight = w
+			}
+			in.assigned = 0
+		}
+	}
+	if e.cfg.StartDelay == 0 {
+		for id, in := range e.insts {
+			if !in.ready && !in.ended && !in.draining {
+				e.becomeReady(id)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *cEngine) finish() *ClusterResult {
+	dur := time.Duration(e.now)
+	res := &ClusterResult{BatchInstances: e.byBatch}
+	agg := slo.NewRecorder(slo.Spec{Threshold: e.fns[0].SLO.Threshold, Target: e.fns[0].SLO.Target})
+	var cold int64
+	for _, fn := range e.fns {
+		// Requests never served (still pending at the end: no instance could be placed) fail.
+		for fn.pending.n > 0 {
+			fn.pending.pop()
+			e.fail(fn)
+		}
+		s := fn.rec.Summary(e.pol.Name(), fn.Trace, dur)
+		s.ColdStarts = fn.cold
+		s.Extra = map[string]float64{"cold_start_requests": float64(fn.cold)}
+		res.Functions = append(res.Functions, s)
+		agg.Merge(fn.rec)
+		cold += fn.cold
+	}
+	s := agg.Summary(e.pol.Name(), e.cfg.Trace, dur)
+	s.SLO.ThresholdMS = 0 // per function; see Functions
+	s.ColdStarts = cold
+	s.Extra = map[string]float64{
+		"launches":            float64(e.launches),
+		"releases":            float64(e.releases),
+		"timeouts":            float64(e.timeouts),
+		"cold_start_requests": float64(cold),
+	}
+	if e.now > 0 {
+		T := float64(e.now)
+		s.Extra["mean_instances"] = e.instArea / T
+		s.Extra["mean_active_servers"] = e.activeArea / T
+		s.Extra["mean_alloc_resource"] = e.allocArea / T
+	}
+	if e.capArea > 0 {
+		s.Extra["fragment_ratio"] = 1 - e.allocArea/e.capArea
+	}
+	// Throughput per unit of resource: completed requests per β-weighted resource-second held by
+	// instances (INFless §5.2: "the RPS divided by its occupied resources"), and per resource-second
+	// of the active servers (which also charges the fragments, as Eq. 2 does).
+	if e.allocArea > 0 {
+		s.Extra["rps_per_resource"] = float64(s.Completed) / (e.allocArea / 1e9)
+	}
+	if e.capArea > 0 {
+		s.Extra["rps_per_server_resource"] = float64(s.Completed) / (e.capArea / 1e9)
+	}
+	res.Summary = s
+	return res
+}

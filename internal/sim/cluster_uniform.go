@@ -1,0 +1,146 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/keepalive"
+	"github.com/sloserve/sloserve/internal/planner/infless"
+)
+
+// UniformOptions configures the BATCH-style uniform-batching baseline (INFless §5.1's BATCH
+// re-developed atop OpenFaaS with CPU and GPU allocations).
+type UniformOptions struct {
+	// Offset inflates predicted execution times as INFless's does, so that both run on the same
+	// latency model (+10 %). ≥ 0.
+	Offset float64
+	// MaxBatch caps the batch sizes considered (≤ 32 as for INFless). ≥ 1.
+	MaxBatch int
+	// KeepAlive is the fixed keep-alive of instances no longer needed (BATCH relies on the
+	// platform's fixed window: AWS Lambda's 10 minutes). ≥ 0.
+	KeepAlive time.Duration
+}
+
+// DefaultUniformOptions returns +10 %, b ≤ 32 and a 10-minute fixed keep-alive.
+func DefaultUniformOptions() UniformOptions {
+	return UniformOptions{Offset: infless.DefaultOffset, MaxBatch: DefaultINFlessMaxBatch, KeepAlive: keepalive.DefaultFixedKeepAlive}
+}
+
+// Validate names the first bad field.
+func (o UniformOptions) Validate() error {
+	switch {
+	case !(o.Offset >= 0) || math.IsInf(o.Offset, 1):
+		return fmt.Errorf("uniform.offset: must be ≥ 0, got %v", o.Offset)
+	case o.MaxBatch < 1:
+		return fmt.Errorf("uniform.max_batch: must be ≥ 1, got %d", o.MaxBatch)
+	case o.KeepAlive < 0:
+		return fmt.Errorf("uniform.keep_alive: must be ≥ 0, got %v", o.KeepAlive)
+	}
+	return nil
+}
+
+type uniformCluster struct {
+	o   UniformOptions
+	fns map[int]*uniformFn
+}
+
+type uniformFn struct {
+	opt    infless.Option
+	ok     bool
+	recent []target // targets within the keep-alive window, a max-deque
+}
+
+type target struct {
+	at time.Time
+	n  int
+}
+
+// NewUniformCluster returns the BATCH-style uniform baseline for RunCluster: every instance of a
+// function has the same configuration ⟨b, c, g⟩, chosen once from the function's mean rate the
+// way BATCH's optimiser minimises the cost per request — the feasible configuration with the
+// highest throughput per resource (r_up / (βc + g)) whose batch fills at the mean rate (b = 1, or
+// r_low < MeanRPS) — and the fleet is scaled uniformly: ⌈R / r_up⌉ instances, placed first-fit,
+// each released only after it was not needed for the fixed keep-alive. Requests are spread evenly
+// over the ready instances (equal weights).
+func NewUniformCluster(o UniformOptions) (ClusterPolicy, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &uniformCluster{o: o, fns: map[int]*uniformFn{}}, nil
+}
+
+func (p *uniformCluster) Name() string { return "uniform" }
+
+func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
+	if st, ok := p.fns[fv.Index]; ok {
+		return st
+	}
+	batches, res := infless.ProfileSpace(fv.Profile)
+	var bs []int
+	for _, b := range batches {
+		if b <= p.o.MaxBatch {
+			bs = append(bs, b)
+		}
+	}
+	st := &uniformFn{}
+	if len(bs) > 0 {
+		cfg := infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset}
+		best := -1.0
+		for _, o := range infless.Options(cfg, infless.ProfilePredictor(fv.Profile)) {
+			if o.Batch > 1 && !(fv.MeanRPS > o.Bounds.Low) {
+				continue
+			}
+			if e := o.Bounds.Up / o.Resources.Weighted(beta); e > best {
+				best, st.opt, st.ok = e, o, true
+			}
+		}
+	}
+	p.fns[fv.Index] = st
+	return st
+}
+
+// Control scales every function's uniform fleet.
+func (p *uniformCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
+	d := ClusterDecision{Weights: map[int]float64{}}
+	for _, fv := range v.Functions {
+		st := p.state(fv, v.Beta)
+		if !st.ok {
+			continue // no configuration meets the SLO: the function's requests fail
+		}
+		n := int(math.Ceil(max(fv.Rate, fv.RateNow) / st.opt.Bounds.Up))
+		// Max-deque of the targets over the keep-alive window: an instance is kept while any
+		// target in the last KeepAlive needed it.
+		for len(st.recent) > 0 && st.recent[len(st.recent)-1].n <= n {
+			st.recent = st.recent[:len(st.recent)-1]
+		}
+		st.recent = append(st.recent, target{now, n})
+		for len(st.recent) > 0 && now.Sub(st.recent[0].at) > p.o.KeepAlive {
+			st.recent = st.recent[1:]
+		}
+		keep := n
+		if len(st.recent) > 0 {
+			keep = max(keep, st.recent[0].n)
+		}
+		alive := len(fv.Instances)
+		for ; alive < n; alive++ {
+			server, ok := v.Cluster.FirstFit(st.opt.Resources)
+			if !ok {
+				break
+			}
+			if err := v.Cluster.Place(server, st.opt.Resources); err != nil {
+				return d, err
+			}
+			d.Launch = append(d.Launch, launchOf(fv, st.opt, server))
+		}
+		// Release the newest surplus instances first.
+		for k := len(fv.Instances) - 1; k >= 0 && alive > keep; k-- {
+			d.Release = append(d.Release, fv.Instances[k].ID)
+			alive--
+		}
+		for _, in := range fv.Instances {
+			d.Weights[in.ID] = st.opt.Bounds.Up
+		}
+	}
+	return d, nil
+}
