@@ -31,10 +31,10 @@ func Bundled() []Spec {
 		}()}, Epochs: 5},
 		{Arch: Arch{Name: "mlp32", Description: "MLP 784→32→10 (ReLU)", Branches: mlp(32)}, Epochs: 5, Role: "small"},
 		{Arch: Arch{Name: "mlp128", Description: "MLP 784→128→10 (ReLU)", Branches: mlp(128)}, Epochs: 4},
-		{Arch: Arch{Name: "mlp256", Description: "MLP 784→256→10 (ReLU)", Branches: mlp(256)}, Epochs: 3, Role: "medium"},
+		{Arch: Arch{Name: "mlp256", Description: "MLP 784→256→10 (ReLU)", Branches: mlp(256)}, Epochs: 6, Role: "medium"},
 		{Arch: Arch{Name: "branch2", Description: "two parallel branches added before softmax: 784→256→10 and 784→64→64→10 (non-chain DAG)", Branches: func() [][]Layer {
 			return append(mlp(256), mlp(64, 64)...)
-		}()}, Epochs: 3},
-		{Arch: Arch{Name: "mlp512x256", Description: "MLP 784→512→256→10 (ReLU)", Branches: mlp(512, 256)}, Epochs: 3, Role: "large"},
+		}()}, Epochs: 5},
+		{Arch: Arch{Name: "mlp512x256", Description: "MLP 784→512→256→10 (ReLU)", Branches: mlp(512, 256)}, Epochs: 6, Role: "large"},
 	}
 }
