@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/sloserve/sloserve/internal/oip"
 )
@@ -45,6 +47,10 @@ func DecodeRaw(t *oip.Tensor, raw []byte, lim oip.Limits) error {
 	if int64(len(raw)) != n*int64(size) {
 		return fmt.Errorf("%w: tensor %q: raw contents are %d bytes, shape %v of %s needs %d", oip.ErrBadRequest, t.Name, len(raw), t.Shape, t.Datatype, n*int64(size))
 	}
+	if littleEndian && t.Datatype != oip.DatatypeBOOL {
+		copyRaw(t, raw, n)
+		return nil
+	}
 	switch t.Datatype {
 	case oip.DatatypeFP32:
 		t.FP32 = make([]float32, n)
@@ -81,6 +87,34 @@ func DecodeRaw(t *oip.Tensor, raw []byte, lim oip.Limits) error {
 	return nil
 }
 
+// littleEndian reports whether this machine stores numbers little-endian, as raw contents do,
+// so that fixed-size elements can be copied instead of converted one by one.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// copyRaw allocates t's data slice for n elements and copies raw into its memory; only on
+// little-endian machines, for the fixed-size numeric datatypes, with len(raw) checked by the
+// caller.
+func copyRaw(t *oip.Tensor, raw []byte, n int64) {
+	var dst unsafe.Pointer
+	switch t.Datatype {
+	case oip.DatatypeFP32:
+		t.FP32 = make([]float32, n)
+		dst = unsafe.Pointer(unsafe.SliceData(t.FP32))
+	case oip.DatatypeFP64:
+		t.FP64 = make([]float64, n)
+		dst = unsafe.Pointer(unsafe.SliceData(t.FP64))
+	case oip.DatatypeINT32:
+		t.INT32 = make([]int32, n)
+		dst = unsafe.Pointer(unsafe.SliceData(t.INT32))
+	case oip.DatatypeINT64:
+		t.INT64 = make([]int64, n)
+		dst = unsafe.Pointer(unsafe.SliceData(t.INT64))
+	}
+	if len(raw) > 0 {
+		copy(unsafe.Slice((*byte)(dst), len(raw)), raw)
+	}
+}
+
 // decodeRawBytes reads n length-prefixed BYTES elements that must use up raw exactly.
 func decodeRawBytes(t *oip.Tensor, raw []byte, n int64) error {
 	// Every element takes at least its 4-byte prefix, which bounds the allocation by len(raw).
@@ -109,6 +143,9 @@ func decodeRawBytes(t *oip.Tensor, raw []byte, n int64) error {
 // AppendRaw appends the raw encoding of t's data (as DecodeRaw reads it) to dst. It fails only
 // for an unsupported datatype.
 func AppendRaw(dst []byte, t *oip.Tensor) ([]byte, error) {
+	if size := rawSize(t.Datatype); size > 0 {
+		dst = slices.Grow(dst, size*t.Len())
+	}
 	switch t.Datatype {
 	case oip.DatatypeFP32:
 		for _, v := range t.FP32 {

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/slo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -202,5 +205,29 @@ func TestRenderSummariesOnly(t *testing.T) {
 	}
 	if _, err := Render(run, filepath.Join(dir, "out"), Options{}); err != nil {
 		t.Fatalf("Render with summaries only: %v", err)
+	}
+}
+
+func TestWriteCCDFCSVRoundTrip(t *testing.T) {
+	var h slo.Histogram
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	var buf bytes.Buffer
+	if err := WriteCCDFCSV(&buf, "a", h.CCDF(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCCDFCSV(&buf, "b", h.CCDF()[:3], false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCCDFCSV(&buf, "")
+	if err != nil {
+		t.Fatalf("ReadCCDFCSV(WriteCCDFCSV(...)): %v", err)
+	}
+	if len(got["a"]) != len(h.CCDF()) || len(got["b"]) != 3 {
+		t.Errorf("read %d and %d points, want %d and 3", len(got["a"]), len(got["b"]), len(h.CCDF()))
+	}
+	if last := got["a"][len(got["a"])-1]; last.Exceeded != 0 || last.LatencyMS < 999 {
+		t.Errorf("last point = %+v, want exceeded 0 at ~1000 ms", last)
 	}
 }
