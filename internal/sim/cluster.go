@@ -206,7 +206,7 @@ type ClusterDecision struct {
 // ClusterResult is the outcome of a cluster run.
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
-	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_server_resource,
+	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_alloc_resource,
 	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases,
 	// cold_start_requests and timeouts.
 	Summary slo.Summary
@@ -687,14 +687,15 @@ func (e *cEngine) finish() *ClusterResult {
 	if e.capArea > 0 {
 		s.Extra["fragment_ratio"] = 1 - e.allocArea/e.capArea
 	}
-	// Throughput per unit of resource: completed requests per β-weighted resource-second held by
-	// instances (INFless §5.2: "the RPS divided by its occupied resources"), and per resource-second
-	// of the active servers (which also charges the fragments, as Eq. 2 does).
-	if e.allocArea > 0 {
-		s.Extra["rps_per_resource"] = float64(s.Completed) / (e.allocArea / 1e9)
-	}
+	// Throughput per unit of resource: completed requests per β-weighted resource-second of the
+	// active servers — Eq. 2's objective counts a used server's whole capacity, "the fragments on
+	// each server that cannot be used" included — and per resource-second held by instances
+	// (§5.2's "RPS divided by its occupied resources", blind to fragments).
 	if e.capArea > 0 {
-		s.Extra["rps_per_server_resource"] = float64(s.Completed) / (e.capArea / 1e9)
+		s.Extra["rps_per_resource"] = float64(s.Completed) / (e.capArea / 1e9)
+	}
+	if e.allocArea > 0 {
+		s.Extra["rps_per_alloc_resource"] = float64(s.Completed) / (e.allocArea / 1e9)
 	}
 	res.Summary = s
 	return res
