@@ -84,7 +84,9 @@ type MLProxyConfig struct {
 	DecMult float64 `yaml:"dec_mult" json:"dec_mult"`
 	// Interval is how often (in the caller's now) Max_BS is adjusted. Must be > 0.
 	Interval time.Duration `yaml:"interval" json:"interval"`
-	// LatencyGuard is the fraction of SLO the end-to-end p95 must not exceed; in (0, 1].
+	// LatencyGuard is the fraction of SLO the end-to-end p95 must not exceed (Alg. 2's SLO target,
+	// 80 % in §2.4); in (0, 1]. It is also Alg. 1's SLO_T budget: the original writes this target
+	// into the proxy's maxBufferTimeoutMs, so batches are timed to finish by LatencyGuard × SLO.
 	LatencyGuard float64 `yaml:"latency_guard" json:"latency_guard"`
 	// TimeoutRatioThreshold is the fraction, in [0, 1], of batches dispatched by timeout above
 	// which Max_BS decreases.

@@ -14,6 +14,12 @@ import (
 //     DTO = SLO_T − RT95(N_q+1)   (Eq. 1),   TO = DTO − FRT   (Eq. 2),
 //     where FRT is how long the oldest request has waited; the batch goes out at once when
 //     TO ≤ 0 or N_q ≥ Max_BS, and otherwise at now + TO (Decision.Next).
+//     SLO_T is the "SLO target" of §2.4, LatencyGuard × SLO (80 %), not the SLO itself: the
+//     original's AIMD controller writes slo_target = 0.8·slo_timeout into the proxy's
+//     maxBufferTimeoutMs, and its timer is max(maxBufferTimeoutMs − max(RT95, 50 ms), 50 ms) −
+//     FRT (mlproxy-constants.json; MLProxyMinP95, MLProxyMinTimeout). Aiming at the full SLO
+//     instead leaves no room for the upstream's noise or for a batch queued behind another at a
+//     busy pod, and misses pile up just above the SLO.
 //   - §2.2, the monitor: a sliding window (last WindowSamples, at most WindowAge old) of upstream
 //     batch latencies per batch size, and one of end-to-end request latencies.
 //   - Alg. 2, the low-frequency dynamic batch optimizer (§2.4): every Interval of now, Max_BS
@@ -38,9 +44,10 @@ import (
 //
 // Decide and Observe do not allocate once every batch size in use has been seen.
 type MLProxy struct {
-	cfg   MLProxyConfig
-	slo   time.Duration
-	maxBS int
+	cfg    MLProxyConfig
+	slo    time.Duration
+	margin time.Duration // SLO − SLO_T: (1 − LatencyGuard) × SLO
+	maxBS  int
 
 	upstream []*slo.Window   // by batch size 1..MaxBatchLimit; nil until the size is seen
 	est      []time.Duration // p95 estimate by batch size 0..MaxBatchLimit
@@ -57,6 +64,15 @@ type MLProxy struct {
 }
 
 var _ Policy = (*MLProxy)(nil)
+
+// Floors of the original SmartProxy's dispatch timer (mlproxy-constants.json, smart_proxy.timer):
+// TO = max(maxBufferTimeoutMs − max(RT95, 50 ms), 50 ms) − FRT.
+const (
+	// MLProxyMinP95 is the smallest upstream p95 the timer assumes: 50 ms.
+	MLProxyMinP95 = 50 * time.Millisecond
+	// MLProxyMinTimeout is the smallest DTO: 50 ms after the oldest arrival.
+	MLProxyMinTimeout = 50 * time.Millisecond
+)
 
 // AIMD outcomes reported by LastAdjustment.
 const (
@@ -80,6 +96,7 @@ func NewMLProxy(cfg Config) (*MLProxy, error) {
 	p := &MLProxy{
 		cfg:        m,
 		slo:        cfg.SLO,
+		margin:     cfg.SLO - time.Duration(m.LatencyGuard*float64(cfg.SLO)),
 		maxBS:      cfg.MaxBatch,
 		upstream:   make([]*slo.Window, m.MaxBatchLimit+1),
 		est:        make([]time.Duration, m.MaxBatchLimit+1),
@@ -109,7 +126,17 @@ func (p *MLProxy) Decide(q Queue, now time.Time) Decision {
 	if !q.EarliestDeadline.IsZero() && q.EarliestDeadline.Before(deadline) {
 		deadline = q.EarliestDeadline
 	}
-	due := deadline.Add(-p.P95(now, q.Len+1)) // Oldest + DTO; TO = due − now
+	// SLO_T is the AIMD's SLO target, LatencyGuard × SLO, measured back from the deadline.
+	target := deadline.Add(-p.margin)
+	rt95 := max(p.P95(now, q.Len+1), MLProxyMinP95)
+	due := target.Add(-rt95) // Oldest + DTO; TO = due − now
+	if floor := q.Oldest.Add(MLProxyMinTimeout); due.Before(floor) {
+		// The original's 50 ms floor on DTO, unless that would already miss the deadline.
+		due = floor
+		if last := deadline.Add(-rt95); last.Before(due) {
+			due = last
+		}
+	}
 	if !now.Before(due) {
 		return Decision{Dispatch: q.Len, Reason: ReasonTimeout}
 	}

@@ -40,40 +40,54 @@ func TestMLProxyDecide(t *testing.T) {
 		want    Decision
 	}{
 		{name: "empty", q: Queue{}, now: at(0), want: Decision{Reason: ReasonEmpty}},
-		// No data: RT95 = 100 ms, DTO = 200 − 100 = 100 ms, TO = DTO − FRT.
+		// SLO 200 ms: SLO_T = 0.8 × 200 = 160 ms. No data: RT95 = 100 ms, DTO = 160 − 100 = 60 ms,
+		// TO = DTO − FRT.
 		{name: "no data waits DTO", q: Queue{Len: 1, Oldest: at(0), EarliestDeadline: at(200)}, now: at(0),
-			want: Decision{Next: at(100), Reason: ReasonWait}},
-		{name: "no data FRT counts", q: Queue{Len: 2, Oldest: at(0), EarliestDeadline: at(200)}, now: at(60),
-			want: Decision{Next: at(100), Reason: ReasonWait}},
-		{name: "timeout", q: Queue{Len: 2, Oldest: at(0), EarliestDeadline: at(200)}, now: at(100),
+			want: Decision{Next: at(60), Reason: ReasonWait}},
+		{name: "no data FRT counts", q: Queue{Len: 2, Oldest: at(0), EarliestDeadline: at(200)}, now: at(40),
+			want: Decision{Next: at(60), Reason: ReasonWait}},
+		{name: "timeout", q: Queue{Len: 2, Oldest: at(0), EarliestDeadline: at(200)}, now: at(60),
 			want: Decision{Dispatch: 2, Reason: ReasonTimeout}},
 		{name: "max batch", q: Queue{Len: 5, Oldest: at(0), EarliestDeadline: at(200)}, now: at(1),
 			want: Decision{Dispatch: 5, Reason: ReasonFull}},
 		{name: "above max batch asks again", q: Queue{Len: 7, Oldest: at(0), EarliestDeadline: at(200)}, now: at(1),
 			want: Decision{Dispatch: 5, Next: at(1), Reason: ReasonFull}},
-		// Sizes 1 (30 ms) and 3 (50 ms) seen: RT95_2 = 40 ms interpolated.
-		{name: "interpolated N+1", observe: []Outcome{batch(1, 0, 30, 0), batch(3, 10, 50, 0)},
+		// Sizes 1 (50 ms) and 3 (80 ms) seen: RT95_2 = 65 ms interpolated; 1000 + 160 − 65.
+		{name: "interpolated N+1", observe: []Outcome{batch(1, 0, 50, 0), batch(3, 10, 80, 0)},
 			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
-			want: Decision{Next: at(1160), Reason: ReasonWait}},
-		// RT95_4 = 50 + (50−30)/(3−1)·1 = 60 ms extrapolated by the last slope.
-		{name: "extrapolated N+1", observe: []Outcome{batch(1, 0, 30, 0), batch(3, 10, 50, 0)},
-			q: Queue{Len: 3, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1050),
-			want: Decision{Next: at(1140), Reason: ReasonWait}},
-		// Only size 2 (40 ms) seen: RT95_4 = 40·4/2 = 80 ms (no batching gain assumed).
-		{name: "proportional from one size", observe: []Outcome{batch(2, 0, 40, 0)},
+			want: Decision{Next: at(1095), Reason: ReasonWait}},
+		// RT95_4 = 80 + (80−50)/(3−1)·1 = 95 ms extrapolated by the last slope; 1000 + 160 − 95.
+		{name: "extrapolated N+1", observe: []Outcome{batch(1, 0, 50, 0), batch(3, 10, 80, 0)},
+			q: Queue{Len: 3, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1020),
+			want: Decision{Next: at(1065), Reason: ReasonWait}},
+		// Only size 2 (50 ms) seen: RT95_4 = 50·4/2 = 100 ms (no batching gain assumed).
+		{name: "proportional from one size", observe: []Outcome{batch(2, 0, 50, 0)},
 			q: Queue{Len: 3, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
-			want: Decision{Next: at(1120), Reason: ReasonWait}},
-		// Below the smallest observed size: RT95_1 = RT95_2 = 40 ms... N+1 = 2 here.
-		{name: "below smallest", observe: []Outcome{batch(2, 0, 40, 0)},
+			want: Decision{Next: at(1060), Reason: ReasonWait}},
+		// Below the smallest observed size: RT95_2 = 60 ms is the size-2 sample (N+1 = 2 here).
+		{name: "below smallest", observe: []Outcome{batch(2, 0, 60, 0)},
 			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
-			want: Decision{Next: at(1160), Reason: ReasonWait}},
+			want: Decision{Next: at(1100), Reason: ReasonWait}},
+		// RT95_2 = 30 ms is floored to 50 ms (MLProxyMinP95): 1000 + 160 − 50.
+		{name: "p95 floor", observe: []Outcome{batch(2, 0, 30, 0)},
+			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
+			want: Decision{Next: at(1110), Reason: ReasonWait}},
+		// RT95_2 = 130 ms: DTO = 160 − 130 = 30 ms is floored to 50 ms (MLProxyMinTimeout), which
+		// still leaves the batch 1050 + 130 < 1200 to meet its deadline.
+		{name: "DTO floor", observe: []Outcome{batch(1, 0, 65, 0)},
+			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
+			want: Decision{Next: at(1050), Reason: ReasonWait}},
 		// A failed batch teaches nothing about upstream latency: still the 100 ms default.
 		{name: "failed batch ignored", observe: []Outcome{{Size: 2, Dispatched: at(0), Completed: at(10), Failed: true}},
 			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
-			want: Decision{Next: at(1100), Reason: ReasonWait}},
-		// A shorter per-request deadline replaces Oldest + SLO.
+			want: Decision{Next: at(1060), Reason: ReasonWait}},
+		// A shorter per-request deadline replaces Oldest + SLO, keeping the same 40 ms margin:
+		// 150 − 40 − 100 = 10 ms, floored to 50 ms (150 − 100 = 50 is still in time).
 		{name: "earliest deadline", q: Queue{Len: 2, Oldest: at(0), EarliestDeadline: at(150)}, now: at(10),
 			want: Decision{Next: at(50), Reason: ReasonWait}},
+		{name: "earliest deadline without floor", q: Queue{Len: 1, Oldest: at(0), EarliestDeadline: at(190)}, now: at(10),
+			want: Decision{Next: at(50), Reason: ReasonWait}},
+		// RT95_2 = 500 ms: not even the deadline can be met; dispatch at once (§2.5).
 		{name: "DTO negative dispatches at once", observe: []Outcome{batch(1, 0, 250, 0)},
 			q: Queue{Len: 1, Oldest: at(1000), EarliestDeadline: at(1200)}, now: at(1000),
 			want: Decision{Dispatch: 1, Reason: ReasonTimeout}},
