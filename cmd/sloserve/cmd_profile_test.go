@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/sloserve/sloserve/internal/profile"
 )
 
 func TestProfileAndTrainUsageErrors(t *testing.T) {
@@ -45,6 +47,9 @@ func TestProfileJSON(t *testing.T) {
 	}
 	if len(p.Points) != 2 || p.Points[0].Batch != 1 || p.Points[1].Batch != 4 || p.Points[0].P50MS <= 0 {
 		t.Errorf("points = %+v, want batch 1 and 4 with positive times", p.Points)
+	}
+	if _, err := profile.ReadWorkerProfile(bytes.NewReader(out.Bytes())); err != nil {
+		t.Errorf("internal/profile cannot read profile --json: %v", err)
 	}
 	if len(p.Operators) != 2 || len(p.Operators[0].Nodes) == 0 {
 		t.Errorf("operators = %+v, want per-node times for both batch sizes", p.Operators)
