@@ -38,6 +38,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	dur := fs.Duration("duration", demoDuration, "length of the load: 2/3 Poisson, 1/3 bursty MMPP")
 	model := fs.String("model", demoModel, "bundled `model` to serve")
 	instances := fs.Int("instances", 1, "worker processes serving the model")
+	slots := fs.Int("slots", 2, "batches one worker takes at once (2: one per core of a 2-core machine)")
 	sloMS := fs.Float64("slo-ms", 200, "latency SLO threshold in `ms` (target 0.98)")
 	verbose := fs.Bool("v", false, "log lifecycle events to stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -57,6 +58,8 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		return usagef("demo: --duration must be in [3s, 1h], got %v", *dur)
 	case *instances < 1 || *instances > 8:
 		return usagef("demo: --instances must be in [1, 8], got %d", *instances)
+	case *slots < 1 || *slots > 64:
+		return usagef("demo: --slots must be in [1, 64], got %d", *slots)
 	case !(*sloMS > 0):
 		return usagef("demo: --slo-ms must be > 0, got %v", *sloMS)
 	}
@@ -70,6 +73,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	m := config.DefaultModel(*model)
 	m.SLO = config.SLO{ThresholdMS: *sloMS, Target: 0.98}
 	m.Instances = *instances
+	m.Slots = *slots
 	m.Batching.Policy = *policy
 	m.Batching.SLO = m.SLO.Spec().Threshold
 	m.Batching.MaxWait = min(m.Batching.MaxWait, m.Batching.SLO/4)
