@@ -18,7 +18,8 @@ import (
 
 // Options configures the adapters. The zero value is usable.
 type Options struct {
-	// Limits bounds request bodies and tensors; zero means oip.DefaultLimits.
+	// Limits bounds request bodies and tensors; zero fields take oip.DefaultLimits' values (an
+	// invalid setting falls back to the defaults).
 	Limits oip.Limits
 	// RetryAfter is the Retry-After sent with 429 and 503 answers whose error carries no hint;
 	// zero means oip.DefaultRetryAfter.
@@ -28,7 +29,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Limits == (oip.Limits{}) || o.Limits.Validate() != nil {
+	if o.Limits = o.Limits.WithDefaults(); o.Limits.Validate() != nil {
 		o.Limits = oip.DefaultLimits()
 	}
 	if o.RetryAfter <= 0 {

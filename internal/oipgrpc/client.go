@@ -31,7 +31,7 @@ type ClientOptions struct {
 	// Typed sends inputs as typed contents instead of raw_input_contents (raw is what Triton's
 	// clients send and what is cheaper to encode).
 	Typed bool
-	// Limits bounds responses and tensors; zero means oip.DefaultLimits. Dial also sets the gRPC
+	// Limits bounds responses and tensors; zero fields take oip.DefaultLimits' values. Dial also sets the gRPC
 	// message size limits to Limits.MaxBodyBytes.
 	Limits oip.Limits
 	// DialOptions are appended to Dial's options (the default transport is plaintext, for
@@ -67,9 +67,7 @@ func NewClient(conn grpc.ClientConnInterface, opts ClientOptions) (*Client, erro
 }
 
 func clientLimits(l oip.Limits) (oip.Limits, error) {
-	if l == (oip.Limits{}) {
-		l = oip.DefaultLimits()
-	}
+	l = l.WithDefaults()
 	if err := l.Validate(); err != nil {
 		return l, fmt.Errorf("oipgrpc: client: %w", err)
 	}

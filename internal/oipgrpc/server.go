@@ -19,7 +19,7 @@ import (
 
 // Options configures NewServer and Register. The zero value is usable.
 type Options struct {
-	// Limits bounds messages and tensors; zero means oip.DefaultLimits. NewServer also sets the
+	// Limits bounds messages and tensors; zero fields take oip.DefaultLimits' values. NewServer also sets the
 	// gRPC receive and send size limits to Limits.MaxBodyBytes.
 	Limits oip.Limits
 	// RetryAfter is the hint sent in the "retry-after" trailer with ResourceExhausted
@@ -41,9 +41,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Limits == (oip.Limits{}) {
-		o.Limits = oip.DefaultLimits()
-	}
+	o.Limits = o.Limits.WithDefaults()
 	if err := o.Limits.Validate(); err != nil {
 		return o, fmt.Errorf("oipgrpc: %w", err)
 	}
