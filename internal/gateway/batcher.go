@@ -22,7 +22,18 @@ type call struct {
 	arrival  time.Time
 	deadline time.Time
 	done     chan result // buffered (1): the batcher never blocks on a departed client
+	// lead receives the batch this call leads (buffered, 1): the batcher hands a batch to the
+	// goroutine of its first request, which is waiting anyway, instead of starting one.
+	lead  chan *flight
+	state atomic.Int32 // callWaiting → callLeading (batcher) or callAbandoned (client gone)
 }
+
+// Call states, for the hand-over of a batch to its first request's goroutine.
+const (
+	callWaiting int32 = iota
+	callLeading
+	callAbandoned
+)
 
 // result is delivered exactly once per call.
 type result struct {
@@ -130,7 +141,8 @@ func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 // submit queues req and waits for its answer (or for ctx to end). The request's deadline is
 // arrival + timeout.
 func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []byte, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
-	c := &call{ctx: ctx, req: req, raw: raw, arrival: arrival, deadline: arrival.Add(timeout), done: make(chan result, 1)}
+	c := &call{ctx: ctx, req: req, raw: raw, arrival: arrival, deadline: arrival.Add(timeout),
+		done: make(chan result, 1), lead: make(chan *flight, 1)}
 	if b.queued.Add(1) > int64(b.limit) {
 		b.queued.Add(-1)
 		return nil, ErrQueueFull
@@ -146,7 +158,16 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []b
 	select {
 	case r := <-c.done:
 		return r.resp, r.err
+	case f := <-c.lead:
+		b.send(f)
+		r := <-c.done
+		return r.resp, r.err
 	case <-ctx.Done():
+		if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
+			// The batcher made this call lead a batch just now: run it before leaving, so that
+			// the batch's other requests are answered.
+			b.send(<-c.lead)
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -307,12 +328,17 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 	b.dispatched.Add(int64(take))
 	f := &flight{inst: inst, calls: calls, dispatched: now}
 	b.flights.Add(1)
-	go b.send(f)
+	if lead := calls[0]; lead.state.CompareAndSwap(callWaiting, callLeading) {
+		lead.lead <- f // never blocks: one batch per call, buffer 1
+	} else {
+		go b.send(f)
+	}
 	return true
 }
 
-// send runs on its own goroutine: it calls the backend, answers every request of the batch
-// and reports the completion to the batcher.
+// send runs on the goroutine of the batch's first request (or its own, when that client has
+// gone): it calls the backend, answers every request of the batch and reports the completion
+// to the batcher.
 func (b *batcher) send(f *flight) {
 	defer b.flights.Done()
 	n := len(f.calls)

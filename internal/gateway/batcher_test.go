@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -344,5 +345,34 @@ func TestNonePolicyHoldsWhileBusy(t *testing.T) {
 			t.Errorf("answers (-want +got):\n%s", d)
 		}
 		g.Close(context.Background())
+	})
+}
+
+// TestDepartedClientLeavesTheQueue: a client that gives up while its request waits gets its
+// context error, its request is not sent, and the others are served.
+func TestDepartedClientLeavesTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return time.Millisecond }}
+		g := newTestGateway(t, fb, &fixedPolicy{max: 2, wait: 10 * time.Millisecond}, time.Second, 16, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := g.Infer(ctx, &oip.Call{Model: "m", Request: request("gone", 1), Arrival: time.Now()})
+			errc <- err
+		}()
+		time.Sleep(6 * time.Millisecond) // the client has gone at 5 ms
+		got := fire(g, 1, 0)()
+		if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("departed client: got %v, want its context error", err)
+		}
+		want := []answer{{ID: "r0", Latency: 11 * time.Millisecond, Batch: 1}}
+		if d := diff(want, got); d != "" {
+			t.Errorf("answers (-want +got):\n%s", d)
+		}
+		g.Close(context.Background())
+		if sizes := fb.sizes("a0"); !reflect.DeepEqual(sizes, []int{1}) {
+			t.Errorf("batches sent (-want +got): -[1] +%v", sizes)
+		}
 	})
 }
