@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sloserve/sloserve/internal/oip"
+	pb "github.com/sloserve/sloserve/internal/oipgrpc/inferencepb"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestRawRoundTrip(t *testing.T) {
@@ -99,6 +101,46 @@ func FuzzDecodeRaw(f *testing.F) {
 		}
 		if string(back) != string(raw) {
 			t.Fatalf("re-encoded %x, want %x", back, raw)
+		}
+	})
+}
+
+// FuzzDecodeRequest feeds arbitrary protobuf bytes through proto.Unmarshal and DecodeRequest: no
+// panic, errors wrap the oip sentinels, and an accepted request has every tensor's element count
+// equal to its shape's.
+func FuzzDecodeRequest(f *testing.F) {
+	seed := func(raw bool) []byte {
+		in, err := EncodeRequest("m", "", &oip.InferenceRequest{ID: "x", Parameters: oip.Parameters{"latency_ms": int64(5)},
+			Inputs: []oip.Tensor{oip.NewFP32("a", []int64{1, 2}, []float32{1, 2}), {Name: "b", Datatype: oip.DatatypeBYTES, Shape: []int64{1}, BYTES: []string{"hi"}}}}, raw)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := proto.Marshal(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	f.Add(seed(true))
+	f.Add(seed(false))
+	lim := oip.DefaultLimits()
+	lim.MaxTensorElements, lim.MaxTotalElements = 1<<16, 1<<16
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var in pb.ModelInferRequest
+		if proto.Unmarshal(b, &in) != nil {
+			return
+		}
+		req, err := DecodeRequest(&in, lim)
+		if err != nil {
+			if !errors.Is(err, oip.ErrBadRequest) && !errors.Is(err, oip.ErrTooLarge) {
+				t.Fatalf("error %v wraps neither ErrBadRequest nor ErrTooLarge", err)
+			}
+			return
+		}
+		for _, tt := range req.Inputs {
+			if n, err := oip.ShapeElements(tt.Shape); err != nil || int64(tt.Len()) != n {
+				t.Fatalf("input %q: %d elements for shape %v", tt.Name, tt.Len(), tt.Shape)
+			}
 		}
 	})
 }
