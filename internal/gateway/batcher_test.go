@@ -376,3 +376,41 @@ func TestDepartedClientLeavesTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestNoHeadOfLineBlockingAcrossModels: a model whose instance is slow does not delay another.
+func TestNoHeadOfLineBlockingAcrossModels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return time.Millisecond }, slow: map[string]time.Duration{"slow": 100 * time.Millisecond}}
+		g, _ := New(Options{Backend: fb})
+		ctx := context.Background()
+		for _, name := range []string{"slow", "fast"} {
+			if err := g.AddModel(Model{Name: name, SLO: slo.DefaultSpec(), Policy: batching.NewNone(), Metadata: testMetadata()}); err != nil {
+				t.Fatal(err)
+			}
+			g.AddInstance(ctx, name, Instance{ID: name, Addr: name})
+		}
+		lat := map[string]time.Duration{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i, name := range []string{"slow", "slow", "fast", "fast"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				if _, err := g.Infer(ctx, &oip.Call{Model: name, Request: request(fmt.Sprint(i), 1), Arrival: start}); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				lat[fmt.Sprint(name, i)] = time.Since(start)
+				mu.Unlock()
+			}()
+			synctest.Wait()
+		}
+		wg.Wait()
+		want := map[string]time.Duration{"slow0": 101 * time.Millisecond, "slow1": 202 * time.Millisecond, "fast2": time.Millisecond, "fast3": 2 * time.Millisecond}
+		if d := diff(want, lat); d != "" {
+			t.Errorf("latencies (-want +got):\n%s", d)
+		}
+		g.Close(ctx)
+	})
+}

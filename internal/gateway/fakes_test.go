@@ -45,6 +45,7 @@ func (p *fixedPolicy) MaxBatch() int { return p.max }
 type fakeBackend struct {
 	service func(n int) time.Duration
 	err     error
+	slow    map[string]time.Duration // extra service time per model
 
 	mu      sync.Mutex
 	batches map[string][]int
@@ -61,6 +62,7 @@ func (f *fakeBackend) Infer(ctx context.Context, addr, model string, reqs []*oip
 	if f.service != nil {
 		d = f.service(len(reqs))
 	}
+	d += f.slow[model]
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
