@@ -174,8 +174,12 @@ func TestINFlessTables(t *testing.T) {
 		t.Logf("%s", set.name)
 		t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | fragment ratio | rps/alloc. resource | mean instances | active servers | batch sizes launched |")
 		t.Logf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		type row struct {
+			name string
+			r    *ClusterResult
+		}
+		var rows []row
 		var base float64
-		var rows []string
 		for _, v := range inflessVariants() {
 			fns, err := LoadWorkload(filepath.Join(data, "profiles", "infless"), paths, OSVTQA, WorkloadOptions{PeakRPS: 100, Duration: set.dur, SLOTarget: 0.95, Seed: 1})
 			if err != nil {
@@ -191,22 +195,21 @@ func TestINFlessTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := r.Summary
 			if v.name == "uniform" {
-				base = s.Extra["rps_per_resource"]
+				base = r.Summary.Extra["rps_per_resource"]
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %d | %.2f %% | %.4f | %%s | %.1f %% | %.3f | %.1f | %.1f | %v |", v.name, s.Requests, 100*(1-s.SLOAttainment),
-				s.Extra["rps_per_resource"], 100*s.Extra["fragment_ratio"], s.Extra["rps_per_alloc_resource"], s.Extra["mean_instances"], s.Extra["mean_active_servers"], r.BatchInstances))
-			rows[len(rows)-1] = fmt.Sprintf(rows[len(rows)-1], "%.2f×")
-			rows[len(rows)-1] = fmt.Sprintf(rows[len(rows)-1], s.Extra["rps_per_resource"]/max(base, 1e-12))
+			rows = append(rows, row{v.name, r})
 			if v.name == "infless" {
 				for _, f := range r.Functions {
 					t.Logf("  infless %-20s requests %8d violations %6.2f %% p99 %6.0f ms mean batch %.2f cold-start requests %d", f.Trace, f.Requests, 100*(1-f.SLOAttainment), f.LatencyMS.P99, f.MeanBatchSize, f.ColdStarts)
 				}
 			}
 		}
-		for _, r := range rows {
-			t.Log(r)
+		for _, rw := range rows {
+			s := rw.r.Summary
+			t.Logf("| %s | %d | %.2f %% | %.4f | %.2f× | %.1f %% | %.3f | %.1f | %.1f | %v |", rw.name, s.Requests, 100*(1-s.SLOAttainment),
+				s.Extra["rps_per_resource"], s.Extra["rps_per_resource"]/max(base, 1e-12), 100*s.Extra["fragment_ratio"], s.Extra["rps_per_alloc_resource"],
+				s.Extra["mean_instances"], s.Extra["mean_active_servers"], rw.r.BatchInstances)
 		}
 	}
 }
