@@ -21,6 +21,9 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	rps := fs.Float64("rps", 100, "Poisson `rate` in requests/s (ignored with --trace)")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send")
 	tracePath := fs.String("trace", "", "arrival trace `file` (rate series t,count or inter-arrivals; see internal/trace)")
+	rateScale := fs.Float64("scale", 1, "with --trace: multiply the trace's request rate by this `factor`")
+	timeScale := fs.Float64("time-scale", 1, "with --trace: stretch the trace's time by this `factor` (0.5 replays twice as fast)")
+	from := fs.Duration("from", 0, "with --trace: start the replay at this offset into the (time-scaled) trace")
 	max := fs.Int("max-requests", 1_000_000, "stop after this many requests")
 	sloMS := fs.Float64("slo-ms", 200, "SLO threshold in `ms` the latencies are judged against")
 	target98 := fs.Float64("slo-target", 0.98, "SLO target fraction")
@@ -58,6 +61,9 @@ func runLoad(ctx context.Context, args []string, e env) error {
 		tr, err := trace.Open(*tracePath)
 		if err != nil {
 			return usagef("load: --trace: %v", err)
+		}
+		if tr, err = tr.With(trace.Options{RateScale: *rateScale, TimeScale: *timeScale, From: *from}); err != nil {
+			return usagef("load: --scale/--time-scale/--from: %v", err)
 		}
 		arrivals, name = tr.Arrivals(*seed), *tracePath
 	}
