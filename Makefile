@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo test setup models fuzz bench vet build
+.PHONY: demo serve bench-gateway test setup models fuzz bench vet build
 
 build:
 	$(GO) build ./...
@@ -13,6 +13,14 @@ setup:
 
 demo: setup
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) run ./cmd/sloserve demo
+
+# serve: every bundled model behind the gateway on 127.0.0.1:8080 until interrupted.
+serve: setup
+	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) run ./cmd/sloserve serve
+
+# bench-gateway: the gateway's added latency and throughput against a direct call and a plain proxy.
+bench-gateway: setup
+	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) run ./cmd/sloserve bench gateway
 
 # test: vet, the whole suite with the race detector, and a short budget for every fuzz target.
 test: setup
