@@ -64,3 +64,35 @@ func BenchmarkGatewayPath(b *testing.B) {
 		}
 	}
 }
+
+// instantBackend answers at once: it isolates the batcher runtime's own cost.
+type instantBackend struct{}
+
+func (instantBackend) Infer(ctx context.Context, addr, model string, reqs []*oip.InferenceRequest) ([]*oip.InferenceResponse, error) {
+	out := make([]*oip.InferenceResponse, len(reqs))
+	for i := range reqs {
+		out[i] = &oip.InferenceResponse{ModelName: model}
+	}
+	return out, nil
+}
+
+func (instantBackend) Metadata(ctx context.Context, addr, model string) (*oip.ModelMetadata, error) {
+	return testMetadata(), nil
+}
+
+// BenchmarkBatcherRoundTrip measures one request through the batcher runtime (queue, policy,
+// dispatch, hand-over, completion) with the none policy and an instant backend, no HTTP.
+func BenchmarkBatcherRoundTrip(b *testing.B) {
+	g, _ := New(Options{Backend: instantBackend{}})
+	defer g.Close(context.Background())
+	g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: batching.NewNone(), Slots: 4})
+	g.AddInstance(context.Background(), "m", Instance{ID: "i", Addr: "i"})
+	call := &oip.Call{Model: "m", Request: request("r", 1)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Infer(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
