@@ -38,3 +38,7 @@ models:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# e2e-ui drives the live dashboard in headless Chromium (installs Debian chromium when missing).
+e2e-ui:
+	scripts/ui-test.sh
