@@ -114,29 +114,13 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 	if err := cfg.Validate(); err != nil {
 		return SimResult{}, err
 	}
-	nm, nc := len(t.Models), len(t.Classes)
-	conf := confusers(nc, cfg.Confusers, cfg.Seed)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
-	sr, sn := math.Sqrt(cfg.Correlation), math.Sqrt(1-cfg.Correlation)
+	o, err := NewOracle(t, cfg)
+	if err != nil {
+		return SimResult{}, err
+	}
 	draw := func(_ int, answer []int) request {
-		// Draw every model's answer, used or not, so all strategies share the same inputs.
-		class := rng.IntN(nc)
-		z0 := rng.NormFloat64()
-		shared := geometric(rng.Float64(), cfg.Confusers)
-		for m := range nm {
-			z := sr*z0 + sn*rng.NormFloat64()
-			u := 0.5 * math.Erfc(-z/math.Sqrt2) // Φ(z)
-			own := geometric(rng.Float64(), cfg.Confusers)
-			if rng.Float64() < cfg.SharedConfusion {
-				own = shared
-			}
-			if u < t.Rate[m][class] {
-				answer[m] = class
-			} else {
-				answer[m] = conf[class][own]
-			}
-		}
-		return request{label: class, feedback: rng.Float64() < cfg.LabelFraction, scored: true}
+		label, feedback := o.Draw(answer)
+		return request{label: label, feedback: feedback, scored: true}
 	}
 	return serve(t.Models, pool, s, c, ecfg, cfg.Requests, cfg.Rate, draw)
 }
