@@ -74,8 +74,8 @@ func getData(t *testing.T, h http.Handler, header http.Header) (int, Data, strin
 	return rec.Code, d, body
 }
 
-func nums(fs ...float64) []Num {
-	out := make([]Num, len(fs))
+func nums(fs ...float64) Column {
+	out := make(Column, len(fs))
 	for i, f := range fs {
 		out[i] = Num(f)
 	}
