@@ -17,6 +17,9 @@ type histogram struct {
 	total  int
 	fifo   []sample // only when window > 0
 	head   int      // first live entry of fifo
+	// last is the most recent idle time added (in or out of bounds): the forecast of the
+	// ARIMA(0,1,0) stand-in for out-of-bounds patterns.
+	last time.Duration
 }
 
 type sample struct {
@@ -41,6 +44,7 @@ func (h *histogram) add(at time.Time, idle time.Duration) {
 		h.bins[b]++
 	}
 	h.total++
+	h.last = max(idle, 0)
 	if h.window > 0 {
 		h.fifo = append(h.fifo, sample{at: at, bin: b})
 	}

@@ -41,7 +41,9 @@ func TestHHPWindows(t *testing.T) {
 		wantKeep time.Duration
 		reason   string
 	}{
-		{"too few idle times: fixed 10 minutes", repeat(min_(30), 5), 0, 10 * time.Minute, "fixed"},
+		{"no idle time yet: standard keep-alive of the range", nil, 0, 4 * time.Hour, "uncertain"},
+		{"five idle times: percentiles already (no sample floor)", repeat(min_(30), 5), 27 * time.Minute,
+			time.Duration(math.Ceil(float64(31*time.Minute)*1.1)) - 27*time.Minute, "histogram"},
 		{"periodic every 30 minutes: pre-warm just before, short keep-alive",
 			repeat(min_(30), 40), 27 * time.Minute, time.Duration(math.Ceil(float64(31*time.Minute)*1.1)) - 27*time.Minute, "histogram"},
 		{"flat spread over the range: not representative",
@@ -51,8 +53,9 @@ func TestHHPWindows(t *testing.T) {
 					out = append(out, min_(i))
 				}
 				return out
-			}(), 0, 10 * time.Minute, "CV"},
-		{"most idle times beyond 4 hours: fixed", append(repeat(5*time.Hour, 20), repeat(min_(1), 10)...), 0, 10 * time.Minute, "beyond"},
+			}(), 0, 4 * time.Hour, "CV"},
+		{"most idle times beyond 4 hours: forecast ±15 % around the last one",
+			append(repeat(min_(1), 10), repeat(5*time.Hour, 20)...), 255 * time.Minute, 345*time.Minute - 255*time.Minute, "out of bounds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,10 +80,10 @@ func TestHHPHistoryForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := observeIdle(p, repeat(min_(2), 30)...)
-	if w := p.Windows(last); strings.HasPrefix(w.Reason, "fixed") {
+	if w := p.Windows(last); strings.Contains(w.Reason, "uncertain") {
 		t.Fatalf("fresh history fell back: %s", w.Reason)
 	}
-	if w := p.Windows(last.Add(2 * time.Hour)); !strings.HasPrefix(w.Reason, "fixed") {
+	if w := p.Windows(last.Add(2 * time.Hour)); !strings.Contains(w.Reason, "uncertain") {
 		t.Errorf("history older than an hour was still used: %+v", w)
 	}
 }
@@ -120,8 +123,8 @@ func TestLSTHFallsBackWithoutHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := p.Windows(observeIdle(p, min_(3))); w.KeepAlive != DefaultFixedKeepAlive || w.PreWarm != 0 {
-		t.Errorf("Windows with one idle time (-want +got):\n-pre 0 keep %v\n+pre %v keep %v", DefaultFixedKeepAlive, w.PreWarm, w.KeepAlive)
+	if w := p.Windows(observeIdle(p)); w.KeepAlive != 4*time.Hour || w.PreWarm != 0 {
+		t.Errorf("Windows without idle times (-want +got):\n-pre 0 keep %v\n+pre %v keep %v", 4*time.Hour, w.PreWarm, w.KeepAlive)
 	}
 }
 
@@ -142,6 +145,7 @@ func TestConfigValidate(t *testing.T) {
 		"fallback":         func(c *HHPConfig) { c.Fallback = 0 },
 		"min_cv":           func(c *HHPConfig) { c.MinCV = -1 },
 		"max_oob_fraction": func(c *HHPConfig) { c.MaxOOBFraction = 0 },
+		"forecast_margin":  func(c *HHPConfig) { c.ForecastMargin = 1 },
 		"history":          func(c *HHPConfig) { c.History = -1 },
 	}
 	for field, mutate := range hhp {

@@ -17,9 +17,10 @@ type LSTHConfig struct {
 }
 
 // DefaultLSTHConfig returns INFless's settings: 24 h and 1 h histograms, γ = 0.5, and HHP's
-// histogram settings (5th/99th percentiles, 10 % margin, 1-minute bins over 4 hours). A range of
-// 24 h was tried: with ~100 idle times a day the 99th percentile is the day's longest gap, which
-// kept bursty functions loaded for hours (4× HHP's idle time on fn4 for one cold start fewer).
+// hybrid-histogram settings (DefaultHistogramConfig: 1-minute bins over 4 hours, 5th/99th
+// percentiles, 10 % margin, CV and out-of-bounds tests). The windows are durations of history;
+// the bins' range stays HHP's 4 hours (a 24 h range makes the 99th percentile the day's longest
+// gap, which kept bursty functions loaded for hours).
 func DefaultLSTHConfig() LSTHConfig {
 	return LSTHConfig{HistogramConfig: DefaultHistogramConfig(), Long: 24 * time.Hour, Short: time.Hour, Gamma: 0.5}
 }
@@ -47,12 +48,10 @@ func (c LSTHConfig) Validate() error {
 //	pre-warm   = γ·L_prewarm   + (1 − γ)·S_prewarm
 //	keep-alive = γ·L_keepalive + (1 − γ)·S_keepalive.
 //
-// INFless does not say what happens when a histogram has too few samples. LSTH applies HHP's
-// sample floor to both: while the long histogram has fewer than MinSamples idle times the fixed
-// keep-alive applies, and while the short one has fewer the long one decides alone (a quiet
-// last hour carries no short-term signal; on the Azure traces trusting one or two recent idle
-// times tripled the cold starts of the sporadic functions fn1, fn2 and fn6). It applies no CV
-// test: the short histogram is meant to follow bursts, which a flatness test would discard.
+// "Like HHP" (§3.5), each histogram's head and tail come from Shahrad et al.'s hybrid decision
+// (hybridWindows), including its uncertain (standard keep-alive) and out-of-bounds (forecast)
+// cases. INFless sets no sample floor; the only choice made here is that a short histogram with
+// no idle time at all leaves the decision to the long one (see Windows).
 type LSTH struct {
 	cfg         LSTHConfig
 	long, short *histogram
@@ -86,21 +85,22 @@ func (p *LSTH) Observe(start, end time.Time) {
 	p.last, p.seen = end, true
 }
 
-// Windows returns the windows that apply after the last invocation.
+// Windows returns the windows that apply after the last invocation: each histogram decides as
+// HHP does (hybridWindows: percentiles, or the standard keep-alive when uncertain, or a forecast
+// when out of bounds) and the two decisions are mixed with weight γ. A short histogram with no
+// idle time at all (the last hour was one busy stretch, or the function has been silent for an
+// hour) carries no short-term signal; the long one then decides alone.
 func (p *LSTH) Windows(now time.Time) Windows {
 	p.long.evict(now)
 	p.short.evict(now)
-	if n := p.long.inBounds(); n < p.cfg.MinSamples {
-		return Windows{KeepAlive: p.cfg.Fallback,
-			Reason: fmt.Sprintf("fixed %v: %d idle times in %v < %d", p.cfg.Fallback, n, p.cfg.Long, p.cfg.MinSamples)}
+	lw, _ := hybridWindows(p.long, p.cfg.HistogramConfig)
+	if p.short.total == 0 {
+		lw.Reason = "long-term only (no idle time in the short window): " + lw.Reason
+		return lw
 	}
-	lp, lk, _ := windowsOf(p.long, p.cfg.HistogramConfig)
-	sp, sk, ok := windowsOf(p.short, p.cfg.HistogramConfig)
-	if !ok || p.short.inBounds() < p.cfg.MinSamples {
-		return Windows{PreWarm: lp, KeepAlive: lk, Reason: fmt.Sprintf("long-term histogram only: %d idle times in the short window", p.short.inBounds())}
-	}
+	sw, _ := hybridWindows(p.short, p.cfg.HistogramConfig)
 	g := p.cfg.Gamma
 	mix := func(l, s time.Duration) time.Duration { return time.Duration(g*float64(l) + (1-g)*float64(s)) }
-	return Windows{PreWarm: mix(lp, sp), KeepAlive: mix(lk, sk),
-		Reason: fmt.Sprintf("γ=%.2g: long (%v, %v), short (%v, %v)", g, lp, lk, sp, sk)}
+	return Windows{PreWarm: mix(lw.PreWarm, sw.PreWarm), KeepAlive: mix(lw.KeepAlive, sw.KeepAlive),
+		Reason: fmt.Sprintf("γ=%.2g: long (%v, %v; %s), short (%v, %v; %s)", g, lw.PreWarm, lw.KeepAlive, lw.Reason, sw.PreWarm, sw.KeepAlive, sw.Reason)}
 }

@@ -49,7 +49,8 @@ func (f *Fixed) Windows(time.Time) Windows {
 	return Windows{KeepAlive: f.KeepAlive, Reason: fmt.Sprintf("fixed keep-alive %v", f.KeepAlive)}
 }
 
-// HistogramConfig holds the settings shared by HHP and LSTH histograms.
+// HistogramConfig holds the settings shared by HHP and LSTH histograms (Shahrad et al.,
+// "Serverless in the Wild", ATC'20, §4.2).
 type HistogramConfig struct {
 	// BinWidth is the width of one idle-time bin (Shahrad et al.: 1 minute); > 0.
 	BinWidth time.Duration
@@ -63,18 +64,31 @@ type HistogramConfig struct {
 	// Margin widens the windows: pre-warm = head × (1 − Margin), keep-alive ends at
 	// tail × (1 + Margin) (Shahrad et al.: 10 %); in [0, 1).
 	Margin float64
-	// MinSamples is the fewest in-bounds idle times a histogram needs before it is trusted; ≥ 1.
+	// MinSamples is the fewest in-bounds idle times a histogram needs before its percentiles
+	// are used; below it the pattern is uncertain. Shahrad et al. have no such floor (an empty
+	// histogram has CV 0 and is uncertain anyway): 1. ≥ 1.
 	MinSamples int
-	// Fallback is the fixed keep-alive used while the histogram is not representative
-	// (10 minutes); > 0.
+	// Fallback is the keep-alive of an uncertain pattern (no pre-warm): Shahrad et al.'s
+	// "standard keep-alive" of the histogram's range, 4 hours. > 0.
 	Fallback time.Duration
+	// MinCV is the coefficient of variation of the bin counts below which the histogram is not
+	// representative (Shahrad et al.: 2); ≥ 0.
+	MinCV float64
+	// MaxOOBFraction is the fraction of out-of-bounds idle times at or above which the pattern
+	// is out of bounds and a time-series forecast of the next idle time decides (Shahrad et al.:
+	// 50 %); in (0, 1].
+	MaxOOBFraction float64
+	// ForecastMargin widens the out-of-bounds windows around the forecast f: loaded during
+	// [f × (1 − margin), f × (1 + margin)] (Shahrad et al.: 15 %); in [0, 1).
+	ForecastMargin float64
 }
 
-// DefaultHistogramConfig returns Shahrad et al.'s HHP histogram settings with the 10-minute
-// fallback.
+// DefaultHistogramConfig returns Shahrad et al.'s hybrid-histogram settings: 1-minute bins
+// over 4 hours, 5th/99th percentiles with a 10 % margin, CV threshold 2, out of bounds at 50 %
+// with a 15 % forecast margin, and the 4-hour standard keep-alive for uncertain patterns.
 func DefaultHistogramConfig() HistogramConfig {
 	return HistogramConfig{BinWidth: time.Minute, Range: 4 * time.Hour, HeadPercentile: 5, TailPercentile: 99,
-		Margin: 0.10, MinSamples: 10, Fallback: DefaultFixedKeepAlive}
+		Margin: 0.10, MinSamples: 1, Fallback: 4 * time.Hour, MinCV: 2, MaxOOBFraction: 0.5, ForecastMargin: 0.15}
 }
 
 // Validate reports the first field of c that is out of range.
@@ -94,8 +108,50 @@ func (c HistogramConfig) Validate() error {
 		return fmt.Errorf("keepalive.min_samples: must be >= 1, got %d", c.MinSamples)
 	case c.Fallback <= 0:
 		return fmt.Errorf("keepalive.fallback: must be > 0, got %v", c.Fallback)
+	case c.MinCV < 0:
+		return fmt.Errorf("keepalive.min_cv: must be >= 0, got %v", c.MinCV)
+	case !(c.MaxOOBFraction > 0 && c.MaxOOBFraction <= 1):
+		return fmt.Errorf("keepalive.max_oob_fraction: must be in (0, 1], got %v", c.MaxOOBFraction)
+	case !(c.ForecastMargin >= 0 && c.ForecastMargin < 1):
+		return fmt.Errorf("keepalive.forecast_margin: must be in [0, 1), got %v", c.ForecastMargin)
 	}
 	return nil
+}
+
+// pattern is how one histogram describes a function (Shahrad et al. §4.2).
+type pattern int
+
+const (
+	patternCertain   pattern = iota // representative histogram: percentiles decide
+	patternUncertain                // too flat or too few samples: standard keep-alive
+	patternOOB                      // most idle times beyond the range: forecast decides
+)
+
+// hybridWindows is Shahrad et al.'s hybrid histogram decision on one histogram:
+//   - out of bounds (≥ MaxOOBFraction of the idle times beyond Range): a time-series forecast f
+//     of the next idle time; loaded during [f(1−m), f(1+m)], m = ForecastMargin. Shahrad et al.
+//     fit an ARIMA model; sloserve uses the ARIMA(0,1,0) (random-walk) forecast, the last idle
+//     time — no forecasting library is allowed here, and for the rare, long gaps this case
+//     covers the last gap is what a low-order fit returns anyway;
+//   - uncertain (fewer than MinSamples in-bounds idle times, or bin-count CV < MinCV): no
+//     pre-warm and the standard keep-alive Fallback (the range, 4 h);
+//   - otherwise the head and tail percentiles (windowsOf).
+func hybridWindows(h *histogram, c HistogramConfig) (Windows, pattern) {
+	n := h.inBounds()
+	switch {
+	case h.total > 0 && float64(h.oob) >= c.MaxOOBFraction*float64(h.total):
+		f := float64(h.last)
+		pre := time.Duration(f * (1 - c.ForecastMargin))
+		return Windows{PreWarm: pre, KeepAlive: time.Duration(f*(1+c.ForecastMargin)) - pre,
+			Reason: fmt.Sprintf("out of bounds: %d of %d idle times beyond %v; forecast %v", h.oob, h.total, c.Range, h.last)}, patternOOB
+	case n < c.MinSamples:
+		return Windows{KeepAlive: c.Fallback, Reason: fmt.Sprintf("uncertain: %d idle times < %d; standard keep-alive %v", n, c.MinSamples, c.Fallback)}, patternUncertain
+	}
+	if cv := h.cv(); cv < c.MinCV {
+		return Windows{KeepAlive: c.Fallback, Reason: fmt.Sprintf("uncertain: histogram CV %.2f < %.2f; standard keep-alive %v", cv, c.MinCV, c.Fallback)}, patternUncertain
+	}
+	pre, keep, _ := windowsOf(h, c)
+	return Windows{PreWarm: pre, KeepAlive: keep, Reason: fmt.Sprintf("histogram of %d idle times: p%g/p%g", n, c.HeadPercentile, c.TailPercentile)}, patternCertain
 }
 
 // windowsOf derives (pre-warm, keep-alive) from one histogram: head = lower edge of the
