@@ -29,9 +29,9 @@ func runBench(ctx context.Context, args []string, e env) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	model := fs.String("model", "logreg", "bundled `model` the worker serves (the smallest makes the proxies' cost most visible)")
 	conc := fs.Int("concurrency", 16, "closed-loop `clients` of the throughput runs")
-	dur := fs.Duration("duration", 3*time.Second, "length of each throughput run")
-	latDur := fs.Duration("latency-duration", 2*time.Second, "length of each one-client latency run")
-	rounds := fs.Int("rounds", 2, "times the three paths are measured in turn")
+	dur := fs.Duration("duration", 2*time.Second, "length of each throughput run")
+	latDur := fs.Duration("latency-duration", time.Second, "length of each one-client latency run")
+	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(e.stdout)
@@ -87,8 +87,8 @@ func runBench(ctx context.Context, args []string, e env) error {
 	fmt.Fprintf(tw, "gateway (batching none)\t%.0f\t%.3f\t%.3f\t\n", r.GatewayRPS, r.GatewayP50MS, r.GatewayP99MS)
 	fmt.Fprintf(tw, "plain ReverseProxy\t%.0f\t%.3f\t%.3f\t\n", r.PlainProxyRPS, r.PlainProxyP50MS, r.PlainProxyP99MS)
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "added_p50_ms %.3f  added_p99_ms %.3f  gateway_rps / plain_proxy_rps %.2f  (runtime %s, model %s)\n",
-		r.AddedP50MS, r.AddedP99MS, r.GatewayToProxy, rt, *model)
+	fmt.Fprintf(e.stdout, "added_p50_ms %.3f  added_p99_ms %.3f  gateway_rps / plain_proxy_rps %.2f  (medians of %d rounds; runtime %s, model %s)\n",
+		r.AddedP50MS, r.AddedP99MS, r.GatewayToProxy, r.Rounds, rt, *model)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -28,11 +29,12 @@ type BenchConfig struct {
 	Payloads []load.Payload
 	// Concurrency is the number of closed-loop clients of the throughput measurements; default 16.
 	Concurrency int
-	// Duration is the length of each throughput measurement; default 3 s.
+	// Duration is the length of each throughput measurement; default 2 s.
 	Duration time.Duration
-	// LatencyDuration is the length of each latency measurement (one client); default 2 s.
+	// LatencyDuration is the length of each latency measurement (one client); default 1 s.
 	LatencyDuration time.Duration
-	// Rounds repeats the three paths in turn, so that machine noise hits them alike; default 2.
+	// Rounds repeats the three paths in turn, so that machine noise hits them alike; every
+	// figure is the median over rounds; default 5.
 	Rounds int
 }
 
@@ -51,12 +53,29 @@ type BenchResult struct {
 	GatewayP99MS    float64 `json:"gateway_p99_ms"`
 	PlainProxyP50MS float64 `json:"plain_proxy_p50_ms"`
 	PlainProxyP99MS float64 `json:"plain_proxy_p99_ms"`
-	// AddedP50MS and AddedP99MS are the gateway's latency minus the direct latency.
+	// AddedP50MS and AddedP99MS are the gateway's latency minus the direct latency, measured
+	// back to back in each round (median over rounds).
 	AddedP50MS float64 `json:"added_p50_ms"`
 	AddedP99MS float64 `json:"added_p99_ms"`
 	// ProxyAddedP50MS is the plain proxy's latency minus the direct latency, for reference.
 	ProxyAddedP50MS float64 `json:"plain_proxy_added_p50_ms"`
 	Concurrency     int     `json:"concurrency"`
+	// Rounds is the number of rounds; every figure is a median over them.
+	Rounds int `json:"rounds"`
+}
+
+// median returns the median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Bench measures the gateway's cost: it starts, in this process, a gateway with the none policy
@@ -68,13 +87,13 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		cfg.Concurrency = 16
 	}
 	if cfg.Duration == 0 {
-		cfg.Duration = 3 * time.Second
+		cfg.Duration = 2 * time.Second
 	}
 	if cfg.LatencyDuration == 0 {
-		cfg.LatencyDuration = 2 * time.Second
+		cfg.LatencyDuration = time.Second
 	}
 	if cfg.Rounds == 0 {
-		cfg.Rounds = 2
+		cfg.Rounds = 5
 	}
 	if cfg.Concurrency < 1 || cfg.Duration < 0 || cfg.LatencyDuration < 0 || cfg.Rounds < 1 || len(cfg.Payloads) == 0 {
 		return BenchResult{}, errors.New("bench: need concurrency ≥ 1, durations ≥ 0, rounds ≥ 1 and payloads")
@@ -115,38 +134,47 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 
 	path := "/v2/models/" + cfg.Model + "/infer"
 	bases := []string{cfg.Worker, gwURL, pxURL}
-	var rps [3]float64
-	var lat [3]slo.Histogram
+	// Each round measures the three paths back to back; the machine's noise (other processes)
+	// moves between rounds, so each figure is the median over rounds, and the added latency is
+	// the median of the per-round differences.
+	var rps, p50, p99 [3][]float64
+	var added50, added99, proxy50 []float64
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for range cfg.Rounds {
+		var r50, r99 [3]float64
 		for i, base := range bases {
 			lr, err := load.Closed(ctx, load.ClosedConfig{URL: base + path, Payloads: cfg.Payloads, Concurrency: 1, Duration: cfg.LatencyDuration})
 			if err != nil {
 				return BenchResult{}, err
 			}
-			if lr.Errors > 0 && lr.Requests == 0 {
+			if lr.Requests == 0 {
 				return BenchResult{}, fmt.Errorf("bench: every request to %s failed", base)
 			}
-			lat[i].Merge(&lr.Latency)
+			r50[i], r99[i] = ms(lr.Latency.Quantile(0.5)), ms(lr.Latency.Quantile(0.99))
+			p50[i], p99[i] = append(p50[i], r50[i]), append(p99[i], r99[i])
+		}
+		added50 = append(added50, r50[1]-r50[0])
+		added99 = append(added99, r99[1]-r99[0])
+		proxy50 = append(proxy50, r50[2]-r50[0])
+		for i, base := range bases {
 			tr, err := load.Closed(ctx, load.ClosedConfig{URL: base + path, Payloads: cfg.Payloads, Concurrency: cfg.Concurrency, Duration: cfg.Duration})
 			if err != nil {
 				return BenchResult{}, err
 			}
-			rps[i] += tr.RPS / float64(cfg.Rounds)
-			if err := ctx.Err(); err != nil {
-				return BenchResult{}, err
-			}
+			rps[i] = append(rps[i], tr.RPS)
+		}
+		if err := ctx.Err(); err != nil {
+			return BenchResult{}, err
 		}
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	r := BenchResult{
-		DirectRPS: rps[0], GatewayRPS: rps[1], PlainProxyRPS: rps[2], Concurrency: cfg.Concurrency,
-		DirectP50MS: ms(lat[0].Quantile(0.5)), DirectP99MS: ms(lat[0].Quantile(0.99)),
-		GatewayP50MS: ms(lat[1].Quantile(0.5)), GatewayP99MS: ms(lat[1].Quantile(0.99)),
-		PlainProxyP50MS: ms(lat[2].Quantile(0.5)), PlainProxyP99MS: ms(lat[2].Quantile(0.99)),
+		DirectRPS: median(rps[0]), GatewayRPS: median(rps[1]), PlainProxyRPS: median(rps[2]), Concurrency: cfg.Concurrency,
+		DirectP50MS: median(p50[0]), DirectP99MS: median(p99[0]),
+		GatewayP50MS: median(p50[1]), GatewayP99MS: median(p99[1]),
+		PlainProxyP50MS: median(p50[2]), PlainProxyP99MS: median(p99[2]),
+		AddedP50MS: median(added50), AddedP99MS: median(added99), ProxyAddedP50MS: median(proxy50),
+		Rounds: cfg.Rounds,
 	}
-	r.AddedP50MS = r.GatewayP50MS - r.DirectP50MS
-	r.AddedP99MS = r.GatewayP99MS - r.DirectP99MS
-	r.ProxyAddedP50MS = r.PlainProxyP50MS - r.DirectP50MS
 	if r.PlainProxyRPS > 0 {
 		r.GatewayToProxy = r.GatewayRPS / r.PlainProxyRPS
 	}
