@@ -236,6 +236,13 @@ func mlproxyOptions(env Env) (MLProxyOptions, provider.Spec, error) {
 	return o, spec, nil
 }
 
+// newMLProxy is MLProxy §3's setup: Knative's KPA with concurrency target 1 (mlproxy-constants.json,
+// knative_annotations) behind batching.MLProxy, which times each batch to finish by
+// LatencyGuard × SLO (the original's maxBufferTimeoutMs = slo_target). A batch decided while the
+// pod is busy waits at the proxy for the slot (batching.Queue.Free); the original sends it and
+// Knative queues it at the pod's queue-proxy. For a FIFO pod both start it at the same moment,
+// and a throw-away variant of the engine that sends at once measured the same Table 3 shape
+// (docs/sim.md), so the runtime's rule stays.
 func newMLProxy(env Env) (Policy, error) {
 	o, spec, err := mlproxyOptions(env)
 	if err != nil {
@@ -253,6 +260,9 @@ func newMLProxy(env Env) (Policy, error) {
 	return Policy{Scaler: kpa, Initial: []provider.Spec{spec}, Batching: bp}, nil
 }
 
+// newKnative is Table 3's baseline: the same KPA and pods without batching. Every request in the
+// VM tier (in service or queued) counts toward the KPA's observed concurrency, as Knative's
+// queue-proxies report it with containerConcurrency 0 (no hard per-pod limit).
 func newKnative(env Env) (Policy, error) {
 	o, spec, err := mlproxyOptions(env)
 	if err != nil {
