@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -26,6 +29,7 @@ type call struct {
 	// goroutine of its first request, which is waiting anyway, instead of starting one.
 	lead  chan *flight
 	state atomic.Int32 // callWaiting → callLeading (batcher) or callAbandoned (client gone)
+	tries int          // batches this call was sent in; owned by the batcher goroutine
 }
 
 // Call states, for the hand-over of a batch to its first request's goroutine.
@@ -66,6 +70,14 @@ type backendInst struct {
 	outstanding int
 	draining    bool
 	drained     chan struct{} // closed when a draining instance has no batch in flight
+	// downUntil is set when the instance could not be reached: it takes no batch before then
+	// (a crashed worker, until the provider restarts it and Sync replaces it).
+	downUntil time.Time
+}
+
+// usable reports whether the instance may take new batches at now.
+func (in *backendInst) usable(now time.Time) bool {
+	return !in.draining && !now.Before(in.downUntil)
 }
 
 // flight is one batch in flight.
@@ -75,7 +87,20 @@ type flight struct {
 	dispatched time.Time
 	completed  time.Time
 	failed     bool
+	// retry is set by send when the instance was unreachable and every request of the batch
+	// may be tried again: the batcher then puts them back at the head of the queue.
+	retry    bool
+	canRetry bool
+	err      error // the answer for every request when a retry is not possible
 }
+
+// Retrying batches that could not reach their instance.
+const (
+	// maxTries is how many times a request is sent before an unreachable instance fails it.
+	maxTries = 2
+	// downFor is how long an unreachable instance takes no batch.
+	downFor = time.Second
+)
 
 // batcher owns one model's queue. Its run goroutine is the only one that touches the queue,
 // the instances and the policy: the size-or-deadline loop with a resettable timer of
@@ -155,20 +180,24 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []b
 	}
 	b.in <- c // never blocks: queued ≤ limit = cap(in)
 	b.mu.RUnlock()
-	select {
-	case r := <-c.done:
-		return r.resp, r.err
-	case f := <-c.lead:
-		b.send(f)
-		r := <-c.done
-		return r.resp, r.err
-	case <-ctx.Done():
-		if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
-			// The batcher made this call lead a batch just now: run it before leaving, so that
-			// the batch's other requests are answered.
-			b.send(<-c.lead)
+	for {
+		select {
+		case r := <-c.done:
+			return r.resp, r.err
+		case f := <-c.lead:
+			b.send(f) // answers c.done, unless the batch goes back to the queue
+		case <-ctx.Done():
+			if !c.state.CompareAndSwap(callWaiting, callAbandoned) {
+				// The batcher made this call lead a batch: run it before leaving, so that the
+				// batch's other requests are answered (or wait for the answer that ends it).
+				select {
+				case f := <-c.lead:
+					b.send(f)
+				case <-c.done:
+				}
+			}
+			return nil, ctx.Err()
 		}
-		return nil, ctx.Err()
 	}
 }
 
@@ -218,7 +247,7 @@ func (b *batcher) step(now time.Time) {
 	earliest := b.expire(now)
 	var next time.Time
 	for len(b.q) > 0 {
-		q := batching.Queue{Len: len(b.q), Oldest: b.q[0].arrival, EarliestDeadline: earliest, Free: b.free()}
+		q := batching.Queue{Len: len(b.q), Oldest: b.q[0].arrival, EarliestDeadline: earliest, Free: b.free(now)}
 		d := b.policy.Decide(q, now)
 		if d.Dispatch > 0 && q.Free == 0 {
 			// Hold the batch until a completion frees a slot (which asks again); the policy's
@@ -241,6 +270,11 @@ func (b *batcher) step(now time.Time) {
 	if !earliest.IsZero() && (wake.IsZero() || earliest.Before(wake)) {
 		wake = earliest
 	}
+	for _, in := range b.insts { // an instance coming back from down frees slots
+		if now.Before(in.downUntil) && (wake.IsZero() || in.downUntil.Before(wake)) {
+			wake = in.downUntil
+		}
+	}
 	if wake.IsZero() || len(b.q) == 0 {
 		b.timer.Stop()
 		return
@@ -259,6 +293,7 @@ func (b *batcher) expire(now time.Time) time.Time {
 			c.done <- result{err: fmt.Errorf("%w: waited %v", ErrDeadline, now.Sub(c.arrival))}
 			b.queued.Add(-1)
 		case c.ctx.Err() != nil:
+			c.done <- result{err: c.ctx.Err()} // ends a goroutine waiting to lead; never read otherwise
 			b.queued.Add(-1)
 		default:
 			kept = append(kept, c)
@@ -283,10 +318,10 @@ func (b *batcher) earliestDeadline() time.Time {
 }
 
 // free is the number of batches the model's instances can take now.
-func (b *batcher) free() int {
+func (b *batcher) free(now time.Time) int {
 	n := 0
 	for _, in := range b.insts {
-		if !in.draining && in.outstanding < in.Slots {
+		if in.usable(now) && in.outstanding < in.Slots {
 			n += in.Slots - in.outstanding
 		}
 	}
@@ -300,7 +335,7 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 	b.snap = b.snap[:0]
 	for _, in := range b.insts {
 		free := in.Slots - in.outstanding
-		if in.draining || free < 0 {
+		if !in.usable(now) || free < 0 {
 			free = 0
 		}
 		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: 1})
@@ -326,7 +361,11 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 	b.m.batchSize.Observe(float64(take))
 	b.batches.Add(1)
 	b.dispatched.Add(int64(take))
-	f := &flight{inst: inst, calls: calls, dispatched: now}
+	f := &flight{inst: inst, calls: calls, dispatched: now, canRetry: true}
+	for _, c := range calls {
+		c.tries++
+		f.canRetry = f.canRetry && c.tries < maxTries
+	}
 	b.flights.Add(1)
 	if lead := calls[0]; lead.state.CompareAndSwap(callWaiting, callLeading) {
 		lead.lead <- f // never blocks: one batch per call, buffer 1
@@ -361,6 +400,13 @@ func (b *batcher) send(f *flight) {
 	f.completed = time.Now()
 	if err == nil && len(resps) != n {
 		err = &BadGatewayError{Msg: fmt.Sprintf("%d answers for a batch of %d", len(resps), n)}
+	}
+	if err != nil && f.canRetry && unreachable(err) && b.ctx.Err() == nil {
+		// Nothing was computed: the batcher sends the batch to another instance if it has one,
+		// or fails it (complete).
+		f.retry, f.failed, f.err = true, true, backendError(err, n)
+		b.completions <- f
+		return
 	}
 	if err != nil {
 		err = backendError(err, n)
@@ -400,6 +446,26 @@ func (b *batcher) complete(f *flight) {
 	b.inflight--
 	if f.inst.draining && f.inst.outstanding == 0 {
 		b.removeInstance(f.inst)
+	}
+	if f.retry {
+		now := time.Now()
+		f.inst.downUntil = now.Add(downFor)
+		other := false
+		for _, in := range b.insts {
+			other = other || in.usable(now)
+		}
+		if other {
+			b.g.log.Warn("instance unreachable; its batch goes to another", "model", b.name, "instance", f.inst.ID, "requests", len(f.calls))
+			for _, c := range f.calls {
+				c.state.Store(callWaiting)
+			}
+			b.q = append(f.calls, b.q...)
+			b.queued.Add(int64(len(f.calls)))
+		} else {
+			for _, c := range f.calls {
+				c.done <- result{err: f.err}
+			}
+		}
 	}
 	b.arrivals = b.arrivals[:0]
 	for _, c := range f.calls {
@@ -517,4 +583,12 @@ func (b *batcher) shutdown() {
 	go func() { b.flights.Wait(); close(b.completions) }()
 	for range b.completions {
 	}
+}
+
+// unreachable reports whether err means the instance could not be reached or dropped the
+// connection (a crashed worker) rather than answering.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -412,5 +413,34 @@ func TestNoHeadOfLineBlockingAcrossModels(t *testing.T) {
 			t.Errorf("latencies (-want +got):\n%s", d)
 		}
 		g.Close(ctx)
+	})
+}
+
+// TestUnreachableInstanceRetriesElsewhere: a batch whose instance refuses the connection goes
+// to another instance; the refusing one takes no batch for a while. With no other instance
+// the requests fail at once with 503.
+func TestUnreachableInstanceRetriesElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }, down: map[string]bool{"a0": true}}
+		g := newTestGateway(t, fb, &fixedPolicy{max: 2, wait: time.Millisecond}, time.Second, 16, 2)
+		got := fire(g, 2, 0)()
+		want := []answer{{ID: "r0", Latency: 2 * time.Millisecond, Batch: 2}, {ID: "r1", Latency: 2 * time.Millisecond, Batch: 2}}
+		if d := diff(want, got); d != "" {
+			t.Errorf("answers (-want +got):\n%s", d)
+		}
+		fire(g, 2, 0)() // a0 is resting: straight to a1
+		if d := diff([]int{2}, fb.sizes("a0")); d != "" {
+			t.Errorf("batches sent to the refusing instance (-want +got):\n%s", d)
+		}
+		if d := diff([]int{2, 2}, fb.sizes("a1")); d != "" {
+			t.Errorf("batches sent to the good instance (-want +got):\n%s", d)
+		}
+		g.RemoveInstance(context.Background(), "m", "i1")
+		time.Sleep(2 * downFor)
+		got = fire(g, 1, 0)()
+		if !strings.Contains(got[0].Err, "backend unavailable") || got[0].Latency != time.Millisecond {
+			t.Errorf("only instance unreachable: got %+v, want backend unavailable right after the 1 ms window", got[0])
+		}
+		g.Close(context.Background())
 	})
 }

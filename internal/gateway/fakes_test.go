@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -46,6 +48,7 @@ type fakeBackend struct {
 	service func(n int) time.Duration
 	err     error
 	slow    map[string]time.Duration // extra service time per model
+	down    map[string]bool          // instance addresses that refuse connections
 
 	mu      sync.Mutex
 	batches map[string][]int
@@ -57,7 +60,11 @@ func (f *fakeBackend) Infer(ctx context.Context, addr, model string, reqs []*oip
 		f.batches = map[string][]int{}
 	}
 	f.batches[addr] = append(f.batches[addr], len(reqs))
+	down := f.down[addr]
 	f.mu.Unlock()
+	if down {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
 	d := time.Millisecond
 	if f.service != nil {
 		d = f.service(len(reqs))
