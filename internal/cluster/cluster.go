@@ -236,3 +236,17 @@ func (c *Cluster) Weighted(beta float64) (used, activeCapacity float64) {
 	}
 	return used, activeCapacity
 }
+
+// ActiveTotals returns the allocation and the capacity of the active servers (those with
+// anything allocated), per dimension: 1 − used.CPU/capacity.CPU is the CPU fragment ratio and
+// likewise for GPU (FragmentRatio folds the two with β).
+func (c *Cluster) ActiveTotals() (used, capacity Resources) {
+	for j := range c.capacity {
+		if c.used[j].IsZero() {
+			continue
+		}
+		used = used.Add(c.used[j])
+		capacity = capacity.Add(c.capacity[j])
+	}
+	return used, capacity
+}

@@ -84,3 +84,18 @@ func TestFragmentRatio(t *testing.T) {
 		t.Error("placing on a clone changed the original")
 	}
 }
+
+func TestActiveTotals(t *testing.T) {
+	c := New(3, Resources{CPU: 16, GPU: 100})
+	if err := c.Place(0, Resources{CPU: 4, GPU: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Place(2, Resources{CPU: 2}); err != nil {
+		t.Fatal(err)
+	}
+	used, capacity := c.ActiveTotals()
+	wantUsed, wantCap := Resources{CPU: 6, GPU: 10}, Resources{CPU: 32, GPU: 200}
+	if used != wantUsed || capacity != wantCap {
+		t.Errorf("ActiveTotals (-want +got):\n-%+v %+v\n+%+v %+v", wantUsed, wantCap, used, capacity)
+	}
+}

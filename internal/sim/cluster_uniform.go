@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner/infless"
 )
@@ -20,6 +21,18 @@ type UniformOptions struct {
 	// KeepAlive is the fixed keep-alive of instances no longer needed (BATCH relies on the
 	// platform's fixed window: AWS Lambda's 10 minutes). ≥ 0.
 	KeepAlive time.Duration
+	// Resources, when non-zero, fixes every instance's ⟨cpu, gpu⟩ instead of choosing it (the
+	// OpenFaaS+ baseline: 2 CPU cores and 10 % of a GPU's SMs, INFless §5.1).
+	Resources cluster.Resources
+	// Name names the policy; "" = "uniform".
+	Name string
+}
+
+// DefaultOpenFaaSOptions returns INFless §5.1's OpenFaaS+ baseline: no batching (b = 1), every
+// instance 2 CPU cores and 10 % GPU SMs, a fixed 300-second keep-alive, uniform scaling.
+func DefaultOpenFaaSOptions() UniformOptions {
+	return UniformOptions{Offset: infless.DefaultOffset, MaxBatch: 1, KeepAlive: 300 * time.Second,
+		Resources: cluster.Resources{CPU: 2, GPU: 10}, Name: "openfaas+"}
 }
 
 // DefaultUniformOptions returns +10 %, b ≤ 32 and a 10-minute fixed keep-alive.
@@ -36,6 +49,8 @@ func (o UniformOptions) Validate() error {
 		return fmt.Errorf("uniform.max_batch: must be ≥ 1, got %d", o.MaxBatch)
 	case o.KeepAlive < 0:
 		return fmt.Errorf("uniform.keep_alive: must be ≥ 0, got %v", o.KeepAlive)
+	case o.Resources.CPU < 0 || o.Resources.GPU < 0:
+		return fmt.Errorf("uniform.resources: must be non-negative, got %+v", o.Resources)
 	}
 	return nil
 }
@@ -70,7 +85,12 @@ func NewUniformCluster(o UniformOptions) (ClusterPolicy, error) {
 	return &uniformCluster{o: o, fns: map[int]*uniformFn{}}, nil
 }
 
-func (p *uniformCluster) Name() string { return "uniform" }
+func (p *uniformCluster) Name() string {
+	if p.o.Name != "" {
+		return p.o.Name
+	}
+	return "uniform"
+}
 
 func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
 	if st, ok := p.fns[fv.Index]; ok {
@@ -84,6 +104,9 @@ func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
 		}
 	}
 	st := &uniformFn{}
+	if !p.o.Resources.IsZero() {
+		res = []cluster.Resources{p.o.Resources}
+	}
 	if len(bs) > 0 {
 		cfg := infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset}
 		best := -1.0

@@ -43,6 +43,11 @@ type INFlessOptions struct {
 	// KeepAlive builds a function's keep-alive policy, which decides when an idle function keeps
 	// (or pre-warms) one instance; nil means INFless's LSTH (§3.5) with its defaults.
 	KeepAlive func() (keepalive.Policy, error)
+	// Beta is the β of Eq. 10's resource-efficiency metric; 0 = the run's β (ClusterConfig.Beta,
+	// cluster.DefaultBeta: INFless's FLOPS ratio). ≥ 0.
+	Beta float64
+	// Metric selects Eq. 10 as printed (zero value) or the released scheduler's form.
+	Metric infless.Metric
 	// Predictor builds a function's latency predictor from its profile; nil means the measured
 	// profile (infless.ProfilePredictor), which combined operator profiling approximates.
 	Predictor func(p profile.INFlessProfile) infless.Predictor
@@ -69,6 +74,8 @@ func (o INFlessOptions) Validate() error {
 		return fmt.Errorf("infless.offset: must be ≥ 0, got %v", o.Offset)
 	case o.MaxBatch < 1:
 		return fmt.Errorf("infless.max_batch: must be ≥ 1, got %d", o.MaxBatch)
+	case !(o.Beta >= 0) || math.IsInf(o.Beta, 1):
+		return fmt.Errorf("infless.beta: must be ≥ 0, got %v", o.Beta)
 	case o.ScaleDownAfter < 0:
 		return fmt.Errorf("infless.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
 	}
@@ -130,7 +137,7 @@ func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
 		return nil, err
 	}
 	st := &inflessFn{
-		cfg:  infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit},
+		cfg:  infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric},
 		pred: pred,
 		idle: idleTracker{ka: ka},
 	}
@@ -157,6 +164,9 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			return d, err
 		}
 		st.cfg.Beta = v.Beta
+		if p.o.Beta > 0 {
+			st.cfg.Beta = p.o.Beta
+		}
 		st.idle.update(now, fv.Arrivals)
 		loaded := st.idle.loaded(now)
 		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter

@@ -293,3 +293,33 @@ func BenchmarkSchedule10kOn2k(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "instances")
 }
+
+// TestScheduleMetrics pins the two forms of e_ij on one empty server with two b = 1
+// configurations of equal latency (so equal r_up): a 2-thread CPU-only one, cheapest per FLOPS,
+// and a 2-thread + 50 % GPU one. Eq. 10 as printed prefers the CPU-only one (its r_up per
+// β-weighted resource is 28× higher); the released scheduler's CRE prefers the one that leaves
+// less of the server free.
+func TestScheduleMetrics(t *testing.T) {
+	flat := func(b int, r cluster.Resources) (time.Duration, bool) { return 100 * ms, b == 1 }
+	tests := []struct {
+		name   string
+		metric Metric
+		want   cluster.Resources
+	}{
+		{"Eq. 10 as printed", MetricPaper, cluster.Resources{CPU: 2}},
+		{"released CRE", MetricOriginal, cluster.Resources{CPU: 2, GPU: 50}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster.New(1, cluster.Resources{CPU: 16, GPU: 100})
+			cfg := Config{SLO: 200 * ms, Batches: []int{1}, Resources: []cluster.Resources{{CPU: 2}, {CPU: 2, GPU: 50}}, Metric: tt.metric}
+			res, err := Schedule(c, 1, cfg, flat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Placements) != 1 || res.Placements[0].Resources != tt.want {
+				t.Errorf("placements (-want +got):\n-%+v\n+%+v", tt.want, res.Placements)
+			}
+		})
+	}
+}

@@ -36,7 +36,26 @@ type Config struct {
 	// smaller β-weighted size) is used, placed on the lowest-numbered server it fits on, instead of
 	// the Eq. 10 argmax over every configuration and server.
 	FirstFit bool
+	// Metric selects the resource-efficiency formula; the zero value is Eq. 10 as printed.
+	Metric Metric
 }
+
+// Metric is a form of INFless's resource-efficiency metric e_ij.
+type Metric int
+
+const (
+	// MetricPaper is Eq. 10 as printed: (r_up/(βc+g), normalised by the best option) / (1 −
+	// (βc+g)/(βC_j+G_j)) with C_j, G_j server j's free resources.
+	MetricPaper Metric = iota
+	// MetricOriginal is the released scheduler's "CRE" (TankLabTJU/INFless
+	// gpu/controller/scheduler.go, infless-constants.json "scheduler.objective"):
+	// (r_up / maxThroughputEfficiency) / (fragment / slotCapacity), where fragment is the slot's
+	// β-weighted free resources after the placement (plus a 0.1 % slack of its capacity) and
+	// slotCapacity its β-weighted capacity. Unlike the printed Eq. 10 the numerator is the raw
+	// r_up (maxThroughputEfficiency is a per-function constant), so it does not prefer
+	// configurations that are cheap per FLOPS; it prefers high r_up and leaving little behind.
+	MetricOriginal
+)
 
 // Validate names the first bad field.
 func (c Config) Validate() error {
@@ -47,6 +66,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("infless: batches must not be empty")
 	case len(c.Resources) == 0:
 		return fmt.Errorf("infless: resources must not be empty")
+	case c.Metric != MetricPaper && c.Metric != MetricOriginal:
+		return fmt.Errorf("infless: metric: unknown %d", c.Metric)
 	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0:
 		return fmt.Errorf("infless: beta %v, offset %v and max_instances %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances)
 	}
@@ -172,7 +193,7 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			if cfg.FirstFit {
 				place = firstFitPlacement
 			}
-			p, ok := place(c, opts[g.start:g.end], residual, best, beta)
+			p, ok := place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
 			if !ok {
 				continue // no feasible configuration or no room with this batch size: try the next
 			}
@@ -200,11 +221,12 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 
 // bestPlacement evaluates Eq. 10 over the options of one batch size admitted by AvailableConfig and
 // every distinct free-resource vector of the cluster.
-func bestPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64) (Placement, bool) {
+func bestPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64, m Metric) (Placement, bool) {
 	var out Placement
 	found := false
 	c.FreeVectors(func(fv cluster.FreeVector) bool {
 		freeW := fv.Free.Weighted(beta)
+		capW := c.Capacity(fv.Server).Weighted(beta)
 		for _, o := range opts {
 			if o.Batch > 1 && !(residual > o.Bounds.Low) {
 				continue // AvailableConfig: the batch would not fill before its timeout
@@ -212,10 +234,15 @@ func bestPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float
 			if !fv.Free.Fits(o.Resources) {
 				continue
 			}
-			frag := 1 - o.weight/freeW
-			e := math.Inf(1)
-			if frag > 1e-12 {
-				e = (o.perRes / best) / frag
+			var e float64
+			switch m {
+			case MetricOriginal:
+				e = o.Bounds.Up / ((freeW - o.weight + 0.001*capW) / capW)
+			default:
+				e = math.Inf(1)
+				if frag := 1 - o.weight/freeW; frag > 1e-12 {
+					e = (o.perRes / best) / frag
+				}
 			}
 			if !found || better(e, o, fv.Server, out) {
 				out = Placement{Option: o, Server: fv.Server, Efficiency: e}
@@ -243,7 +270,7 @@ func better(e float64, o Option, server int, cur Placement) bool {
 
 // firstFitPlacement is the RS ablation: the admitted option with the largest r_up (ties to the
 // smaller β-weighted size, then fewer GPU) on the lowest-numbered server with room for it.
-func firstFitPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64) (Placement, bool) {
+func firstFitPlacement(c *cluster.Cluster, opts []Option, residual, best, beta float64, _ Metric) (Placement, bool) {
 	var o Option
 	found := false
 	for _, x := range opts {
