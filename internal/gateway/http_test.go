@@ -260,3 +260,26 @@ func TestHTTPHealth(t *testing.T) {
 	check("/v2/health/ready", 200)
 	check("/v2/models/m", 200)
 }
+
+// TestHTTPChunkedBody: a body without Content-Length is read whole and forwarded as is.
+func TestHTTPChunkedBody(t *testing.T) {
+	w := sumWorker(t)
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	pr, pw := io.Pipe()
+	go func() {
+		b := body("chunked", 2, "")
+		pw.Write(b[:10])
+		pw.Write(b[10:])
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v2/models/m/infer", pr)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"data":[1,5]`)) || !bytes.Contains(b, []byte(`"id":"chunked"`)) {
+		t.Errorf("chunked request: %d %s, want 200 with y = [1,5]", resp.StatusCode, b)
+	}
+}
