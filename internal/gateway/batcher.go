@@ -588,6 +588,9 @@ func (b *batcher) shutdown() {
 // unreachable reports whether err means the instance could not be reached or dropped the
 // connection (a crashed worker) rather than answering.
 func unreachable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false // the instance may have computed the batch; do not send it twice
+	}
 	var op *net.OpError
 	return errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
