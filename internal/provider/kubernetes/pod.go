@@ -151,7 +151,7 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 
 	args := append([]string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}, c.Args...)
 	grace := int64(c.StopTimeout / time.Second)
-	noToken := false
+	noToken, yes, no := false, true, false
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -169,6 +169,12 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 				Env:             env,
 				Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
 				Resources:       corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             &yes,
+					AllowPrivilegeEscalation: &no,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 						Path: "/v2/health/ready", Port: intstr.FromString(PortName),
