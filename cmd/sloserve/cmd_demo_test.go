@@ -23,6 +23,7 @@ func TestServingCommandsUsageErrors(t *testing.T) {
 		{"demo unknown flag", []string{"demo", "--nope"}, "nope"},
 		{"serve missing config", []string{"serve", "--config", "/does/not/exist.yaml"}, "--config"},
 		{"serve bad addr", []string{"serve", "--addr", "nohostport"}, "gateway.addr"},
+		{"serve bad grpc addr", []string{"serve", "--grpc-addr", "nope"}, "gateway.grpc_addr"},
 		{"serve bad log level", []string{"serve", "--log-level", "loud"}, "--log-level"},
 		{"load bad target", []string{"load", "--target", "ftp://x"}, "--target"},
 		{"load zero duration", []string{"load", "--duration", "0s"}, "--duration"},

@@ -22,6 +22,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
 	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
+	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -46,6 +47,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if *addr != "" {
 		cfg.Gateway.Addr = *addr
 	}
+	if *grpcAddr != "" {
+		cfg.Gateway.GRPCAddr = *grpcAddr
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("serve: %v", err)
 	}
@@ -55,6 +59,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "sloserve gateway listening on %s (models: %v; metrics at /metrics)\n", st.URL, st.Gateway.ModelNames())
+	if st.GRPCAddr != "" {
+		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

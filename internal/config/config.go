@@ -30,6 +30,9 @@ type Config struct {
 type Gateway struct {
 	// Addr is the listen address, host:port (loopback by default).
 	Addr string `yaml:"addr"`
+	// GRPCAddr is the listen address of the OIP v2 gRPC endpoint (the same gateway core),
+	// host:port; "" serves no gRPC.
+	GRPCAddr string `yaml:"grpc_addr"`
 	// ReadHeaderTimeout bounds reading request headers (duration, e.g. "5s").
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request (duration).
@@ -163,6 +166,9 @@ func (c Config) Validate() error {
 	g := c.Gateway
 	if _, _, err := net.SplitHostPort(g.Addr); err != nil {
 		return fmt.Errorf("gateway.addr: %q is not host:port", g.Addr)
+	}
+	if _, _, err := net.SplitHostPort(g.GRPCAddr); g.GRPCAddr != "" && err != nil {
+		return fmt.Errorf("gateway.grpc_addr: %q is not host:port", g.GRPCAddr)
 	}
 	for _, d := range []struct {
 		name string

@@ -49,6 +49,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown batching field", "models: [{name: a, batching: {policy: fixed, windo: 1}}]", "field windo not found"},
 		{"no models", "gateway: {addr: '127.0.0.1:1'}", "models: at least one model is required"},
 		{"bad addr", "gateway: {addr: nope}\nmodels: [{name: a}]", `gateway.addr: "nope" is not host:port`},
+		{"bad grpc addr", "gateway: {grpc_addr: nope}\nmodels: [{name: a}]", `gateway.grpc_addr: "nope" is not host:port`},
 		{"negative timeout", "gateway: {write_timeout: -1s}\nmodels: [{name: a}]", "gateway.write_timeout: must be > 0, got -1s"},
 		{"bad duration", "gateway: {write_timeout: soon}\nmodels: [{name: a}]", "cannot unmarshal"},
 		{"empty name", "models: [{slots: 1}]", "models[0].name: must not be empty"},

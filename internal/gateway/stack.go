@@ -10,10 +10,12 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/oipgrpc"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/local"
 )
@@ -39,10 +41,13 @@ type Stack struct {
 	Provider *local.Provider
 	// URL is the gateway's base URL, e.g. "http://127.0.0.1:8080".
 	URL string
+	// GRPCAddr is the host:port of the OIP v2 gRPC endpoint, or "" when not served.
+	GRPCAddr string
 	// Registry holds the gateway's metrics.
 	Registry *prometheus.Registry
 
 	server *http.Server
+	grpc   *grpc.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
@@ -127,6 +132,18 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		return fail(fmt.Errorf("gateway.addr %s: %w", cfg.Gateway.Addr, err))
 	}
 	gc := cfg.Gateway
+	var gln net.Listener
+	if gc.GRPCAddr != "" {
+		s.grpc, err = oipgrpc.NewServer(g, oipgrpc.Options{Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter, Observe: g.observe})
+		if err == nil {
+			gln, err = net.Listen("tcp", gc.GRPCAddr)
+		}
+		if err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("gateway.grpc_addr %s: %w", gc.GRPCAddr, err))
+		}
+		s.GRPCAddr = gln.Addr().String()
+	}
 	s.server = NewServer(h, ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
 	s.URL = "http://" + ln.Addr().String()
@@ -143,6 +160,15 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		defer s.wg.Done()
 		g.Watch(wctx, prov, gc.SyncInterval)
 	}()
+	if s.grpc != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.grpc.Serve(gln); err != nil {
+				log.Error("gateway gRPC server failed", "err", err)
+			}
+		}()
+	}
 	log.Info("gateway listening", "url", s.URL, "models", g.ModelNames())
 	return s, nil
 }
@@ -159,6 +185,15 @@ func oipLimits(maxBody int64) oip.Limits {
 // (until ctx ends) and stops the workers. It returns the number of waiting requests failed.
 func (s *Stack) Close(ctx context.Context) (int, error) {
 	var errs []error
+	if s.grpc != nil {
+		stopped := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			s.grpc.Stop()
+		}
+	}
 	if err := s.server.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down gateway server: %w", err))
 	}

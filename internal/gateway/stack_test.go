@@ -18,6 +18,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/oipgrpc"
 )
 
 // The test binary doubles as a worker for Start: with GATEWAY_FAKE_WORKER=1,
@@ -80,6 +81,7 @@ func TestStartServesThroughLocalWorkers(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Gateway.GRPCAddr = "127.0.0.1:0"
 	cfg.Gateway.SyncInterval = 20 * time.Millisecond
 	cfg.Workers.Binary = os.Args[0]
 	cfg.Workers.HealthInterval = 50 * time.Millisecond
@@ -110,14 +112,24 @@ func TestStartServesThroughLocalWorkers(t *testing.T) {
 			t.Errorf("request %d: %d %s, want 200 with y = [1]", i, resp.StatusCode, b)
 		}
 	}
+	// The same core over gRPC.
+	gc, err := oipgrpc.Dial(st.GRPCAddr, oipgrpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := gc.Infer(ctx, "m", "", request("grpc", 2))
+	gc.Close()
+	if err != nil || len(gr.Outputs) != 1 || fmt.Sprint(gr.Outputs[0].FP32) != "[1 5]" || gr.ID != "grpc" {
+		t.Errorf("gRPC infer: %+v, %v; want id grpc and y = [1 5]", gr, err)
+	}
 	resp, err := http.Get(st.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !bytes.Contains(mb, []byte(`sloserve_requests_total{model="m",outcome="ok"} 8`)) {
-		t.Errorf("/metrics does not count 8 ok requests")
+	if !bytes.Contains(mb, []byte(`sloserve_requests_total{model="m",outcome="ok"} 9`)) {
+		t.Errorf("/metrics does not count 9 ok requests (8 REST, 1 gRPC)")
 	}
 	// An instance the provider terminates leaves the gateway; the other keeps serving.
 	insts, _ := st.Provider.Instances(ctx)
