@@ -444,3 +444,54 @@ func TestUnreachableInstanceRetriesElsewhere(t *testing.T) {
 		g.Close(context.Background())
 	})
 }
+
+// fakeLister reports a scripted fleet.
+type fakeLister struct {
+	mu    sync.Mutex
+	insts []provider.Instance
+}
+
+func (f *fakeLister) Instances(ctx context.Context) ([]provider.Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]provider.Instance(nil), f.insts...), nil
+}
+
+func (f *fakeLister) set(insts ...provider.Instance) {
+	f.mu.Lock()
+	f.insts = insts
+	f.mu.Unlock()
+}
+
+// TestWatchFollowsTheProviderEveryInterval: Watch syncs at once and then every interval.
+func TestWatchFollowsTheProviderEveryInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 0)
+		fl := &fakeLister{}
+		ready := provider.Instance{ID: "w", Addr: "x", State: provider.StateReady, Spec: provider.Spec{Model: "m"}}
+		fl.set(ready)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- g.Watch(ctx, fl, 100*time.Millisecond) }()
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); !reflect.DeepEqual(ids, []string{"w"}) {
+			t.Errorf("after the first sync (-want +got): -[w] +%v", ids)
+		}
+		fl.set()
+		time.Sleep(99 * time.Millisecond)
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); len(ids) != 1 {
+			t.Errorf("before the interval: instances %v, want w still", ids)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); len(ids) != 0 {
+			t.Errorf("after the interval: instances %v, want none", ids)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch returned %v, want context.Canceled", err)
+		}
+		g.Close(context.Background())
+	})
+}
