@@ -133,7 +133,6 @@ type batcher struct {
 	// Owned by run.
 	q        []*call
 	insts    []*backendInst
-	inflight int
 	timer    *time.Timer
 	snap     []dispatch.Instance
 	arrivals []time.Time
@@ -357,7 +356,6 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 	b.q = b.q[:rest]
 	b.queued.Add(-int64(take))
 	inst.outstanding++
-	b.inflight++
 	b.m.batchSize.Observe(float64(take))
 	b.batches.Add(1)
 	b.dispatched.Add(int64(take))
@@ -443,7 +441,6 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
 func (b *batcher) complete(f *flight) {
 	f.inst.outstanding--
-	b.inflight--
 	if f.inst.draining && f.inst.outstanding == 0 {
 		b.removeInstance(f.inst)
 	}

@@ -76,12 +76,11 @@ type Gateway struct {
 	mu       sync.Mutex // serialises AddModel and Close
 	batchers atomic.Pointer[map[string]*batcher]
 	closed   atomic.Bool
-	start    time.Time
 }
 
 // New returns a Gateway with no models.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{log: opts.Logger, backend: opts.Backend, pick: opts.Dispatch, timeout: opts.BackendTimeout, start: time.Now()}
+	g := &Gateway{log: opts.Logger, backend: opts.Backend, pick: opts.Dispatch, timeout: opts.BackendTimeout}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
