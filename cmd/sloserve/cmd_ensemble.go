@@ -7,34 +7,41 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/ensemble/measure"
 	"github.com/sloserve/sloserve/internal/models"
 	"github.com/sloserve/sloserve/internal/models/fashion"
+	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
 	bundled "github.com/sloserve/sloserve/models"
 )
 
-// runEnsemble dispatches 'ensemble eval' (real bundled models) and 'ensemble sim' (ImageNet
-// per-class table).
+// runEnsemble dispatches 'ensemble eval' (real bundled models), 'ensemble sim' (ImageNet
+// per-class table) and 'ensemble simulate' (serving with per-model pools on a trace).
 func runEnsemble(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
-		return usagef("ensemble: missing subcommand (eval | sim)")
+		return usagef("ensemble: missing subcommand (eval | sim | simulate)")
 	}
 	switch args[0] {
 	case "eval":
 		return runEnsembleEval(ctx, args[1:], e)
 	case "sim":
 		return runEnsembleSim(args[1:], e)
+	case "simulate":
+		return runEnsembleSimulate(ctx, args[1:], e)
 	case "-h", "--help", "help":
-		fmt.Fprintln(e.stdout, "usage: sloserve ensemble eval|sim [flags]; 'sloserve ensemble eval -h' lists the flags")
+		fmt.Fprintln(e.stdout, "usage: sloserve ensemble eval|sim|simulate [flags]; 'sloserve ensemble eval -h' lists the flags")
 		return nil
 	}
-	return usagef("ensemble: unknown subcommand %q (want eval or sim)", args[0])
+	return usagef("ensemble: unknown subcommand %q (want eval, sim or simulate)", args[0])
 }
 
 // runEnsembleEval runs every bundled model on the labelled sample and compares single models,
@@ -206,4 +213,98 @@ func writeEnsembleJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// runEnsembleSimulate is `sloserve ensemble simulate`: Cocktail's setup (ImageNet per-class
+// table, constraints, spot prices) served on a trace by the ensemble simulator
+// (sim.RunEnsemble), one Summary per policy (docs/cocktail.md, "Serving simulation").
+func runEnsembleSimulate(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("ensemble simulate", flag.ContinueOnError)
+	dataDir := fs.String("data", "../shared/data", "shared data `dir` (ensembles/, prices/, traces/)")
+	tracePath := fs.String("trace", "", "arrival trace `file` (default: <data>/"+sim.CocktailTwitterTrace+")")
+	policy := fs.String("policy", "cocktail,clipper,infaas", "comma-separated ensemble policies or 'all' ("+strings.Join(sim.EnsemblePolicyNames(), ", ")+")")
+	duration := fs.Duration("duration", sim.CocktailDuration, "replay the first DURATION of the trace (0 = all of it)")
+	meanRPS := fs.Float64("mean-rps", sim.CocktailMeanRPS, "scale the sample to this mean rate, requests/s (0 = the trace's own)")
+	cfg := sim.DefaultEnsembleConfig()
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
+	sloMS := fs.Float64("slo-ms", float64(cfg.SLO.Threshold)/1e6, "response deadline in ms: requests are answered with the votes that arrived by then")
+	fs.DurationVar(&cfg.FailAt, "fail-at", 0, "kill --fail-fraction of every pool's instances at this offset (0 = no failures)")
+	fs.Float64Var(&cfg.FailFraction, "fail-fraction", 0.2, "fraction of each pool's instances killed at --fail-at, in [0, 1]")
+	asJSON := fs.Bool("json", false, "print the Summaries as a JSON array")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *sloMS <= 0 {
+		return usagef("ensemble simulate: --slo-ms must be > 0, got %v", *sloMS)
+	}
+	if *duration < 0 || *meanRPS < 0 {
+		return usagef("ensemble simulate: --duration and --mean-rps must be ≥ 0")
+	}
+	cfg.SLO.Threshold = time.Duration(*sloMS * float64(time.Millisecond))
+	if cfg.FailAt == 0 {
+		cfg.FailFraction = 0
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("ensemble simulate: %v", err)
+	}
+	names := strings.Split(*policy, ",")
+	if *policy == "all" {
+		names = sim.EnsemblePolicyNames()
+	}
+	pols := make([]sim.EnsemblePolicy, 0, len(names))
+	for _, n := range names {
+		p, err := sim.NewEnsemblePolicy(strings.TrimSpace(n))
+		if err != nil {
+			return usagef("ensemble simulate: --policy: %v", err)
+		}
+		pols = append(pols, p)
+	}
+	data, err := sim.LoadCocktailData(*dataDir)
+	if err != nil {
+		return usagef("ensemble simulate: --data: %v", err)
+	}
+	cfg.SpotPrices = data.SpotPrices
+	if *tracePath == "" {
+		*tracePath = filepath.Join(*dataDir, sim.CocktailTwitterTrace)
+	}
+	tr, err := trace.Open(*tracePath)
+	if err != nil {
+		return usagef("ensemble simulate: --trace: %v", err)
+	}
+	opts := trace.Options{To: *duration}
+	if *meanRPS > 0 {
+		if opts, err = sim.CocktailTraceOptions(tr, *duration, *meanRPS); err != nil {
+			return usagef("ensemble simulate: %v", err)
+		}
+		if *duration == 0 {
+			opts.To = 0
+		}
+	}
+	if tr, err = tr.With(opts); err != nil {
+		return usagef("ensemble simulate: %v", err)
+	}
+	cat := cost.DefaultCatalog()
+	sums := make([]slo.Summary, 0, len(pols))
+	for _, p := range pols {
+		res, err := sim.RunEnsemble(ctx, cfg, &cat, sim.NewEnsembleWorkload(data, tr, cfg.Seed), p)
+		if err != nil {
+			return fmt.Errorf("ensemble simulate: %w", err)
+		}
+		sums = append(sums, res.Summary)
+	}
+	if *asJSON {
+		return slo.WriteJSON(e.stdout, sums)
+	}
+	fmt.Fprintf(e.stdout, "trace %s, %v, mean %.1f req/s, deadline %v, seed %d\n\n", tr.Name, tr.Duration(), tr.MeanRate(), cfg.SLO.Threshold, cfg.Seed)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tcost $\taccuracy\ttarget met\tmean models\tSLO met\tp99 ms\trequests\tfailed\tmean VMs\t")
+	for _, s := range sums {
+		acc := 0.0
+		if s.Accuracy != nil {
+			acc = *s.Accuracy
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t%.4f\t%.2f\t%.4f\t%.0f\t%d\t%d\t%.1f\t\n", s.Policy, s.CostUSD.Total, acc,
+			s.Extra["accuracy_target_met_fraction"], s.Extra["mean_models"], s.SLOAttainment, s.LatencyMS.P99, s.Requests, s.Failed, s.Extra["mean_vm_instances"])
+	}
+	return tw.Flush()
 }
