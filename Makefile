@@ -42,3 +42,8 @@ bench:
 # e2e-ui drives the live dashboard in headless Chromium (installs Debian chromium when missing).
 e2e-ui:
 	scripts/ui-test.sh
+
+# e2e-k8s runs the kubernetes provider against a real control plane on 127.0.0.1 (built once and
+# cached under $${SLOSERVE_CACHE:-~/.cache/sloserve}/k8s; see docs/kubernetes.md).
+e2e-k8s:
+	scripts/k8s-controlplane.sh run $(GO) test -tags e2e -count=1 -v -timeout 15m ./test/e2e/k8s/
