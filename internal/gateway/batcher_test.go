@@ -495,3 +495,48 @@ func TestWatchFollowsTheProviderEveryInterval(t *testing.T) {
 		g.Close(context.Background())
 	})
 }
+
+// TestRealPolicies drives the batching package's fixed and mlproxy policies through the
+// runtime: the batcher adds nothing to their decisions.
+func TestRealPolicies(t *testing.T) {
+	service := func(n int) time.Duration { return 5*time.Millisecond + time.Duration(n)*time.Millisecond }
+	ml := batching.DefaultConfig()
+	ml.Policy = batching.PolicyMLProxy
+	ml.MaxBatch = 4
+	mlp, err := batching.New(ml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlLone, _ := batching.New(ml)
+	tests := []struct {
+		name   string
+		policy batching.Policy
+		n      int
+		want   []answer
+	}{
+		{"fixed: lone request waits W", batching.NewFixed(4, 10*time.Millisecond), 1,
+			[]answer{{ID: "r0", Latency: 16 * time.Millisecond, Batch: 1}}},
+		{"fixed: full batch at once", batching.NewFixed(2, 10*time.Millisecond), 2,
+			[]answer{{ID: "r0", Latency: 7 * time.Millisecond, Batch: 2}, {ID: "r1", Latency: 7 * time.Millisecond, Batch: 2}}},
+		{"mlproxy: Max_BS requests leave at once", mlp, 4, []answer{
+			{ID: "r0", Latency: 9 * time.Millisecond, Batch: 4}, {ID: "r1", Latency: 9 * time.Millisecond, Batch: 4},
+			{ID: "r2", Latency: 9 * time.Millisecond, Batch: 4}, {ID: "r3", Latency: 9 * time.Millisecond, Batch: 4}}},
+		// MLProxy Eqs. 1–2 before any data: TO = (SLO − guard margin) − p95_no_data =
+		// (200 − 40) − 100 ms = 60 ms after the arrival, then 6 ms of service.
+		{"mlproxy: lone request leaves at its dispatch timeout", mlLone, 1,
+			[]answer{{ID: "r0", Latency: 66 * time.Millisecond, Batch: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, _ := New(Options{Backend: &fakeBackend{service: service}})
+				g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: tc.policy, Metadata: testMetadata()})
+				g.AddInstance(context.Background(), "m", Instance{ID: "i", Addr: "a"})
+				if d := diff(tc.want, fire(g, tc.n, 0)()); d != "" {
+					t.Errorf("answers (-want +got):\n%s", d)
+				}
+				g.Close(context.Background())
+			})
+		})
+	}
+}
