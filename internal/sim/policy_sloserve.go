@@ -1,4 +1,604 @@
 package sim
 
-// Placeholder: replace this file with the real policy (docs/sim.md, "Adding a policy").
-func init() { Register("sloserve", "sloserve's combined policy", notImplemented("sloserve")) }
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/analytic"
+	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/planner"
+	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/slomon"
+)
+
+// This file is sloserve's combined policy. It wires the papers' pure pieces, never re-implements
+// them:
+//
+//   - MArk (§4.2–4.4, policy_mark.go): arrival monitor → forecaster → greedy planner (Alg. 1) over
+//     every profiled VM type with per-type batching (§4.3), the Bouncer (§4.1) and the SLO monitor.
+//   - BATCH (§III–VI, internal/analytic): the serverless tier's memory is chosen once by the
+//     exhaustive optimiser (Eq. 2, every memory the profile covers, the trace's mean rate), and its
+//     buffer's (B, T) are re-fitted online on the traffic the tier really gets (§VI-D).
+//   - The tier choice (sloserve's own rule, no paper has it): at every planning unit the forecast
+//     rate is priced on both tiers — VMs as MArk's planner would buy them (whole instances at μ*
+//     with the headroom), serverless as BATCH's optimiser predicts per request at that rate — and
+//     the cheaper tier takes the base load. MArk §3 finds serverless 2–4× dearer than VMs for
+//     sustained load, but that is without batching: with BATCH's buffer a large-batch model on
+//     Lambda can be far cheaper than any VM (MArk's own Inception setting: 20×), and a model with
+//     a slow single request cannot use serverless at all. Switching has a hysteresis (10 %).
+//   - Deadline-aware batching on every queue: MArk §4.3's per-type (N_batch, W_batch) with the
+//     fixed policy's deadline guard on the VM queue (or MLProxy's AIMD, option vm_batching), and a
+//     deadline guard on BATCH's buffer (dispatch no later than deadline − S(k)).
+//
+// Every scaler decision's Reason names the piece that made it ("mark: …", "sloserve: tier …");
+// batching decisions are prefixed "batch: " (serverless buffer) and "mark: " / "mlproxy: " (VM
+// queue).
+
+func init() {
+	Register("sloserve", "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", newSloserve)
+}
+
+// SloserveOptions configures the sloserve policy (policies.sloserve in a sim config).
+type SloserveOptions struct {
+	// Mark configures the VM tier's planner, forecaster, Bouncer and SLO monitor (MarkOptions).
+	// sloserve's defaults differ from mark's in two fields: headroom 1.0 and cool-down 2 min —
+	// the forecast is already the per-minute maximum of 5 s rates, and the Bouncer and the
+	// serverless tier absorb the rest (docs/mark.md, "tuned"). mark.memory_mb is ignored: the
+	// serverless memory comes from serverless.memory_mb or BATCH's optimiser.
+	Mark MarkOptions `yaml:"mark"`
+	// Serverless configures the serverless tier.
+	Serverless SloserveServerless `yaml:"serverless"`
+	// Hysteresis is how much cheaper (a fraction, in [0, 1)) the other tier must be before the
+	// base load moves to it (default 0.1).
+	Hysteresis float64 `yaml:"hysteresis"`
+	// Tier forces the base-load tier: "auto" (default: the cheaper), "vm" or "serverless".
+	Tier string `yaml:"tier"`
+	// VMBatching is the VM queue's batching: "mark" (default: MArk §4.3 per-type N_batch and
+	// W_batch with the fixed policy's deadline guard) or "mlproxy" (MLProxy's deadline-aware AIMD,
+	// Max_BS capped by the largest tuned N_batch).
+	VMBatching string `yaml:"vm_batching"`
+}
+
+// SloserveServerless configures sloserve's serverless tier.
+type SloserveServerless struct {
+	// MemoryMB fixes the function memory, MB; 0 lets BATCH's optimiser choose among the memory
+	// sizes the model's profile covers (every 64 MB of a polynomial's domain, a table's rows).
+	MemoryMB int `yaml:"memory_mb"`
+	// MaxBatch is B_max, the largest buffer size explored (default: 32 within the profile's
+	// measured batch sizes; BATCH's own B_max is 20).
+	MaxBatch int `yaml:"max_batch"`
+	// TimeoutStep and TimeoutMax span the buffer timeouts explored (default 10 ms … 490 ms).
+	TimeoutStep time.Duration `yaml:"timeout_step"`
+	TimeoutMax  time.Duration `yaml:"timeout_max"`
+	// PercentileMargin scales the SLO's miss budget for the optimiser: it aims at the
+	// 1 − margin·(1 − target) percentile (default 0.5: p99 for a 98 % target), leaving the rest
+	// to what the analytic model leaves out (service noise, cold starts). In (0, 1].
+	PercentileMargin float64 `yaml:"percentile_margin"`
+	// Window and Period are the online re-fit's sliding window and period (default 1 h each).
+	Window time.Duration `yaml:"window"`
+	Period time.Duration `yaml:"period"`
+}
+
+// Tier choices of SloserveOptions.Tier.
+const (
+	TierAuto       = "auto"
+	TierVM         = "vm"
+	TierServerless = "serverless"
+)
+
+// DefaultSloserveHysteresis is the tier switch's hysteresis.
+const DefaultSloserveHysteresis = 0.1
+
+// DefaultSloserveMaxBatch is sloserve's B_max for the serverless buffer (within the profile):
+// larger than BATCH's 20 because a model whose batch time barely grows (Inception on Lambda:
+// 150 ms at 20, 152 ms at 32) fills more at high rates; the optimiser's CTMC grows with B, and
+// 32 keeps one search under a second.
+const DefaultSloserveMaxBatch = 32
+
+// DefaultPercentileMargin is SloserveServerless.PercentileMargin's default.
+const DefaultPercentileMargin = 0.5
+
+// Reasons of the sloserve scaler's own decisions (mark's are passed through).
+const (
+	sloReasonServerless = "sloserve: tier serverless (BATCH buffer cheaper than the planned VMs), fleet drained"
+	sloReasonVM         = "sloserve: tier vm"
+	sloReasonHoldQueue  = "sloserve: tier serverless, VM queue draining before termination"
+	sloReasonFloor      = "sloserve: no serverless tier, keep one VM"
+)
+
+// DefaultSloserveOptions returns sloserve's defaults (see SloserveOptions) for env.
+func DefaultSloserveOptions(env Env) SloserveOptions {
+	mo := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: 1.0,
+		Lookahead: planner.DefaultLookahead, CoolDown: 2 * time.Minute, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB}
+	g := analytic.DefaultGrid()
+	pc := analytic.DefaultPolicyConfig()
+	return SloserveOptions{Mark: mo, Hysteresis: DefaultSloserveHysteresis, Tier: TierAuto, VMBatching: "mark",
+		Serverless: SloserveServerless{MaxBatch: DefaultSloserveMaxBatch, PercentileMargin: DefaultPercentileMargin, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
+			Window: pc.Window, Period: pc.Period}}
+}
+
+// Validate reports the first field that is out of range.
+func (o SloserveOptions) Validate() error {
+	switch {
+	case !(o.Hysteresis >= 0 && o.Hysteresis < 1):
+		return fmt.Errorf("sloserve.hysteresis: must be in [0, 1), got %v", o.Hysteresis)
+	case o.Tier != TierAuto && o.Tier != TierVM && o.Tier != TierServerless:
+		return fmt.Errorf("sloserve.tier: must be auto, vm or serverless, got %q", o.Tier)
+	case o.VMBatching != "mark" && o.VMBatching != "mlproxy":
+		return fmt.Errorf("sloserve.vm_batching: must be mark or mlproxy, got %q", o.VMBatching)
+	case o.Serverless.MemoryMB < 0:
+		return fmt.Errorf("sloserve.serverless.memory_mb: must be ≥ 0, got %d", o.Serverless.MemoryMB)
+	case o.Serverless.MaxBatch < 1 || o.Serverless.MaxBatch > 256:
+		return fmt.Errorf("sloserve.serverless.max_batch: must be in [1, 256], got %d", o.Serverless.MaxBatch)
+	case o.Serverless.TimeoutStep <= 0 || o.Serverless.TimeoutMax < o.Serverless.TimeoutStep:
+		return fmt.Errorf("sloserve.serverless.timeout_step/timeout_max: need 0 < step ≤ max, got %v, %v", o.Serverless.TimeoutStep, o.Serverless.TimeoutMax)
+	case !(o.Serverless.PercentileMargin > 0 && o.Serverless.PercentileMargin <= 1):
+		return fmt.Errorf("sloserve.serverless.percentile_margin: must be in (0, 1], got %v", o.Serverless.PercentileMargin)
+	case o.Serverless.Window <= 0 || o.Serverless.Period <= 0:
+		return fmt.Errorf("sloserve.serverless.window/period: must be > 0, got %v, %v", o.Serverless.Window, o.Serverless.Period)
+	}
+	return nil
+}
+
+// sloservePolicy is the state the scaler and the router share.
+type sloservePolicy struct {
+	mark       *markPolicy // nil: the model has no feasible VM type
+	hasSL      bool
+	tier       string // TierVM or TierServerless: who takes the base load now
+	force      string
+	hysteresis float64
+	headroom   float64
+	nextTier   time.Time
+	lookahead  int // planner look-ahead in forecast units
+	slRates    []float64
+	slCost     []float64 // serverless $ per request at slRates (ascending rates); +Inf infeasible
+}
+
+func newSloserve(env Env) (Policy, error) {
+	if env.Catalog == nil {
+		c := cost.DefaultCatalog()
+		env.Catalog = &c
+	}
+	o := DefaultSloserveOptions(env)
+	o.Mark.SLOMonitor = markDefaultSLOMonitor(env)
+	if err := env.decode(&o); err != nil {
+		return Policy{}, err
+	}
+	if err := o.Validate(); err != nil {
+		return Policy{}, err
+	}
+	s := &sloservePolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom}
+	if o.Tier == TierServerless && !s.hasSL {
+		return Policy{}, fmt.Errorf("sloserve.tier: serverless, but model %s has no serverless profile", env.Model.Name)
+	}
+
+	// VM tier: MArk's wiring with sloserve's options (newMark decodes them from this Env).
+	var vm Policy
+	if len(env.Model.VM) > 0 {
+		menv := env
+		mo := o.Mark
+		menv.Decode = func(v any) error {
+			p, ok := v.(*MarkOptions)
+			if !ok {
+				return fmt.Errorf("sloserve: mark options: unexpected %T", v)
+			}
+			*p = mo
+			return nil
+		}
+		p, err := newMark(menv)
+		switch {
+		case errors.Is(err, planner.ErrNoFeasibleType):
+			// No VM type meets the SLO: serverless only.
+		case err != nil:
+			return Policy{}, fmt.Errorf("sloserve: %w", err)
+		default:
+			vm = p
+			s.mark = p.Scaler.(*markPolicy)
+			s.lookahead = max(1, int(o.Mark.Lookahead/s.mark.unit))
+		}
+	}
+	if s.mark == nil && !s.hasSL {
+		return Policy{}, fmt.Errorf("sloserve: model %s has neither a feasible VM type nor a serverless profile", env.Model.Name)
+	}
+
+	pol := Policy{Router: RouterFunc(s.route)}
+	if s.hasSL {
+		sl, err := s.serverless(env, o.Serverless)
+		if err != nil {
+			return Policy{}, err
+		}
+		pol.Serverless = sl
+	}
+	if s.mark != nil {
+		pol.Scaler = s
+		switch o.VMBatching {
+		case "mlproxy":
+			cfg := batching.DefaultConfig()
+			cfg.Policy, cfg.SLO = batching.PolicyMLProxy, env.SLO.Threshold
+			cfg.MaxBatch = max(1, min(5, vm.Batching.MaxBatch()))
+			cfg.MLProxy.MaxBatchLimit = max(cfg.MLProxy.MinBatch, vm.Batching.MaxBatch())
+			bp, err := batching.New(cfg)
+			if err != nil {
+				return Policy{}, fmt.Errorf("sloserve.vm_batching: %w", err)
+			}
+			pol.Batching = prefixReasons("mlproxy: ", bp)
+		default:
+			pol.Batching = prefixReasons("mark: ", vm.Batching)
+		}
+	}
+
+	// The initial tier and fleet: priced at the trace's mean rate.
+	s.tier = TierVM
+	switch {
+	case s.mark == nil || o.Tier == TierServerless:
+		s.tier = TierServerless
+	case o.Tier == TierVM || !s.hasSL:
+	default:
+		if s.serverlessCost(env.Load.MeanRPS) < s.vmCost(env.Load.MeanRPS) {
+			s.tier = TierServerless
+		}
+	}
+	if s.tier == TierVM {
+		pol.Initial = vm.Initial
+		if len(pol.Initial) == 0 && !s.hasSL {
+			pol.Initial = []provider.Spec{s.mark.spec(s.cheapest().Name)}
+		}
+	}
+	return pol, nil
+}
+
+// markDefaultSLOMonitor is mark's SLO monitor default with the run's target.
+func markDefaultSLOMonitor(env Env) slomon.Config {
+	c := slomon.DefaultConfig()
+	c.Target = env.SLO.Target
+	return c
+}
+
+// serverless configures the serverless tier with BATCH's optimiser: the memory (unless fixed)
+// minimises the predicted cost per request at the trace's mean rate subject to P_p ≤ SLO
+// (Eq. 2); (B, T) are then re-fitted online at that memory (§VI-D). It also tabulates the
+// optimiser's cost per request over a range of rates for the tier choice.
+func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless, error) {
+	// The analytic model has deterministic service and no cold starts; aiming it at a tighter
+	// percentile leaves the rest of the error budget to noise and cold starts.
+	pct := 1 - (1-env.SLO.Target)*o.PercentileMargin
+	if pct >= 1 {
+		pct = 0.999
+	}
+	pricing := analytic.Pricing{USDPerGBSecond: env.Catalog.Serverless.PricePerGBSecond,
+		USDPerInvocation: env.Catalog.Serverless.PricePerInvocation, Granularity: env.Catalog.Serverless.Granularity}
+	svcAt := func(mem int) (memoryService, error) {
+		c, err := env.Model.Serverless.At(mem)
+		if err != nil {
+			return memoryService{}, err
+		}
+		return memoryService{curve: c, memoryMB: mem, maxBatch: min(o.MaxBatch, servingBatchLimit(env.Model.Serverless, c))}, nil
+	}
+	// The memory choice and the rate table search a coarse timeout grid (50 ms steps): they only
+	// rank memories and price tiers; the online re-fits search the configured grid.
+	coarse := max(o.TimeoutStep, 50*time.Millisecond)
+	optimize := func(svc memoryService, rate float64, step time.Duration) (analytic.Plan, error) {
+		a, err := analytic.Poisson(max(rate, 1e-3))
+		if err != nil {
+			return analytic.Plan{}, err
+		}
+		return analytic.Optimize(analytic.Problem{Arrivals: a, Service: svc, Percentile: pct, Objective: analytic.MinCost,
+			SLO: env.SLO.Threshold, Grid: analytic.Grid{MemoryMinMB: svc.memoryMB, MemoryMaxMB: svc.memoryMB, MemoryStepMB: 1,
+				MaxBatch: svc.maxBatch, TimeoutStep: step, TimeoutMax: max(step, o.TimeoutMax/step*step)}, Pricing: pricing})
+	}
+	mean := env.Load.MeanRPS
+	if mean <= 0 {
+		mean = 1
+	}
+	mems := []int{o.MemoryMB}
+	if o.MemoryMB == 0 {
+		mems = candidateMemories(env.Model.Serverless, env.Catalog.Serverless)
+	}
+	var best memoryService
+	bestCost, found := math.Inf(1), false
+	for _, m := range mems {
+		svc, err := svcAt(m)
+		if err != nil {
+			continue
+		}
+		p, err := optimize(svc, mean, coarse)
+		if err != nil && !errors.Is(err, analytic.ErrInfeasible) {
+			continue
+		}
+		c := p.CostPerRequest
+		if !p.Feasible {
+			c = math.Inf(1)
+		}
+		if !found || c < bestCost {
+			best, bestCost, found = svc, c, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("sloserve.serverless: no memory size of %v has a usable profile for model %s", mems, env.Model.Name)
+	}
+
+	// Cost per request over rates from 2 × the peak down by halves (8 points), only needed when
+	// the VM tier competes.
+	top := max(2*env.Load.PeakRPS, 2*mean, 1)
+	for i := 7; i >= 0 && s.mark != nil && s.force == TierAuto; i-- {
+		r := top * math.Pow(0.5, float64(i))
+		c := math.Inf(1)
+		if p, err := optimize(best, r, coarse); (err == nil || errors.Is(err, analytic.ErrInfeasible)) && p.Feasible {
+			c = p.CostPerRequest
+		}
+		s.slRates, s.slCost = append(s.slRates, r), append(s.slCost, c)
+	}
+
+	pc := analytic.DefaultPolicyConfig()
+	pc.Window, pc.Period = o.Window, o.Period
+	pc.Grid = analytic.Grid{MemoryMinMB: best.memoryMB, MemoryMaxMB: best.memoryMB, MemoryStepMB: 1, MaxBatch: best.maxBatch,
+		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
+	pc.SLO, pc.Percentile, pc.Pricing = env.SLO.Threshold, pct, pricing
+	online, err := analytic.NewOnline(pc, best)
+	if err != nil {
+		return nil, fmt.Errorf("sloserve.serverless: %w", err)
+	}
+	return &Serverless{MemoryMB: best.memoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.curve}}, nil
+}
+
+// servingBatchLimit is the largest batch a serverless profile is trusted for: a polynomial's
+// fitted domain, a table's largest measured batch (never the curve's extrapolation).
+func servingBatchLimit(mc profile.MemoryCurves, c profile.Curve) int {
+	if p, ok := mc.(profile.Polynomial); ok && p.MaxBatch > 0 {
+		return p.MaxBatch
+	}
+	return max(1, c.MaxMeasured())
+}
+
+// candidateMemories lists the memory sizes BATCH's optimiser may choose for a profile: every
+// 64 MB of a polynomial's fitted domain (BATCH's grid step), the measured rows of a table, else
+// the lambda policy's 3008 MB; all clamped to the catalog's range.
+func candidateMemories(mc profile.MemoryCurves, tier cost.Serverless) []int {
+	var out []int
+	switch p := mc.(type) {
+	case profile.Polynomial:
+		for m := p.MinMemoryMB; m <= p.MaxMemoryMB; m += 64 {
+			out = append(out, m)
+		}
+	case profile.MemoryTable:
+		for m := range p {
+			out = append(out, m)
+		}
+	default:
+		out = []int{DefaultLambdaMemoryMB}
+	}
+	seen := map[int]bool{}
+	res := out[:0]
+	for _, m := range out {
+		m = tier.ClampMemory(m)
+		if !seen[m] {
+			seen[m] = true
+			res = append(res, m)
+		}
+	}
+	sort.Ints(res)
+	return res
+}
+
+// serverlessCost is the serverless tier's predicted spend for a base load of rate req/s, in
+// dollars per second: BATCH's optimal cost per request at the nearest tabulated rate at or
+// below rate (fewer arrivals fill fewer batches: the conservative side). +Inf when the tier
+// cannot meet the SLO or the model has none.
+func (s *sloservePolicy) serverlessCost(rate float64) float64 {
+	if !s.hasSL || len(s.slRates) == 0 {
+		return math.Inf(1)
+	}
+	if rate <= 0 {
+		return 0
+	}
+	i := sort.SearchFloat64s(s.slRates, rate)
+	if i == len(s.slRates) || s.slRates[i] > rate {
+		i--
+	}
+	i = max(i, 0)
+	return s.slCost[i] * rate
+}
+
+// vmCost is the VM tier's spend for rate req/s as MArk's planner buys it, in dollars per second:
+// the cheapest whole number of one type covering rate × headroom at μ* (+Inf without a VM tier).
+func (s *sloservePolicy) vmCost(rate float64) float64 {
+	if s.mark == nil {
+		return math.Inf(1)
+	}
+	if rate <= 0 {
+		return 0
+	}
+	best := math.Inf(1)
+	for _, t := range s.mark.types {
+		if !t.Feasible || t.Capacity <= 0 {
+			continue
+		}
+		n := math.Ceil(rate * max(s.headroom, 1e-9) / t.Capacity)
+		best = min(best, n*t.PricePerHour/3600)
+	}
+	return best
+}
+
+// cheapest is the VM type with the lowest price per unit of capacity.
+func (s *sloservePolicy) cheapest() planner.InstanceType {
+	var c planner.InstanceType
+	for _, t := range s.mark.types {
+		if t.Feasible && (c.Name == "" || t.PricePerHour/t.Capacity < c.PricePerHour/c.Capacity) {
+			c = t
+		}
+	}
+	return c
+}
+
+// route sends the base load to the chosen tier; on the VM tier MArk's Bouncer spills what the
+// fleet cannot finish in time to the serverless tier (or keeps it when there is none).
+func (s *sloservePolicy) route(r Request, v TierView, now time.Time) Route {
+	switch {
+	case s.mark == nil || (s.tier == TierServerless && s.hasSL):
+		return RouteServerless
+	case !s.hasSL:
+		return RouteVM
+	}
+	return s.mark.route(r, v, now)
+}
+
+// Scale implements autoscale.Scaler: MArk's scaler runs every time (it feeds the forecaster and
+// the SLO monitor); once per forecast unit the tier is chosen for the forecast peak of the
+// planner's look-ahead; on the serverless tier MArk's launches are dropped and the fleet drained.
+func (s *sloservePolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
+	d := s.mark.Scale(snap, now)
+	if s.force == TierAuto && s.hasSL && !now.Before(s.nextTier) {
+		s.nextTier = now.Add(s.mark.unit)
+		rate := s.mark.mon.Current()
+		if s.mark.mon.Len() > 0 {
+			for _, r := range s.mark.fc.Forecast(s.lookahead) {
+				rate = max(rate, r)
+			}
+		}
+		vmc, slc := s.vmCost(rate), s.serverlessCost(rate)
+		switch {
+		case s.tier == TierVM && slc < vmc*(1-s.hysteresis):
+			s.tier = TierServerless
+		case s.tier == TierServerless && vmc < slc*(1-s.hysteresis):
+			s.tier = TierVM
+		}
+	}
+	if s.tier == TierServerless {
+		d.Launch = nil
+		d.Terminate = d.Terminate[:0]
+		d.Reason = sloReasonServerless
+		if snap.QueueLen > 0 {
+			d.Reason = sloReasonHoldQueue
+			return d
+		}
+		for _, f := range snap.Fleet {
+			if f.State == provider.StateLaunching || f.State == provider.StateReady {
+				d.Terminate = append(d.Terminate, f.ID)
+			}
+		}
+		return d
+	}
+	if !s.hasSL {
+		// Without a serverless tier nothing absorbs a fleet of zero: keep one instance.
+		alive := len(d.Launch)
+		term := map[string]bool{}
+		for _, id := range d.Terminate {
+			term[id] = true
+		}
+		var first string
+		for _, f := range snap.Fleet {
+			if f.State != provider.StateLaunching && f.State != provider.StateReady {
+				continue
+			}
+			if term[f.ID] {
+				if first == "" {
+					first = f.ID
+				}
+				continue
+			}
+			alive++
+		}
+		if alive == 0 {
+			if first != "" {
+				d.Terminate = removeID(d.Terminate, first)
+			} else {
+				d.Launch = append(d.Launch, s.mark.spec(s.cheapest().Name))
+			}
+			d.Reason = sloReasonFloor
+		}
+	}
+	return d
+}
+
+func removeID(ids []string, id string) []string {
+	out := ids[:0]
+	for _, x := range ids {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// deadlineBuffer is BATCH's buffer (analytic.BufferPolicy) with a deadline guard: a batch is
+// dispatched no later than the earliest waiting deadline minus the service time of the batch it
+// would be (the guard MArk's fixed policy and MLProxy's Alg. 1 both have; BATCH's optimiser
+// bounds only the p-th percentile, so a rare long wait would otherwise be a sure miss).
+type deadlineBuffer struct {
+	buf   *analytic.BufferPolicy
+	curve profile.Curve
+}
+
+// Reasons of the serverless buffer.
+const (
+	slReasonGuard = "batch: deadline guard"
+)
+
+// Decide implements batching.Policy.
+func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decision {
+	d := p.buf.Decide(q, now)
+	d.Reason = batchReason(d.Reason)
+	if d.Dispatch > 0 || q.Len == 0 || q.EarliestDeadline.IsZero() {
+		return d
+	}
+	k := min(q.Len, p.buf.MaxBatch())
+	latest := q.EarliestDeadline.Add(-p.curve.ServiceTime(k))
+	if !now.Before(latest) {
+		return batching.Decision{Dispatch: k, Next: d.Next, Reason: slReasonGuard}
+	}
+	if d.Next.IsZero() || latest.Before(d.Next) {
+		d.Next = latest
+	}
+	return d
+}
+
+// batchReason prefixes the buffer's constant reasons without allocating.
+func batchReason(r string) string {
+	switch r {
+	case "empty":
+		return "batch: empty"
+	case "batch full":
+		return "batch: batch full"
+	case "timeout":
+		return "batch: timeout"
+	case "waiting for batch or timeout":
+		return "batch: waiting for batch or timeout"
+	}
+	return "batch: " + r
+}
+
+// Observe implements batching.Policy.
+func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) { p.buf.Observe(o, now) }
+
+// MaxBatch implements batching.Policy.
+func (p *deadlineBuffer) MaxBatch() int { return p.buf.MaxBatch() }
+
+// prefixed wraps a batching policy and prefixes its decisions' reasons with the piece's name.
+// Reasons are constant strings, so each prefixed string is built once and then looked up.
+type prefixed struct {
+	batching.Policy
+	prefix string
+	seen   map[string]string
+}
+
+func prefixReasons(prefix string, p batching.Policy) batching.Policy {
+	return &prefixed{Policy: p, prefix: prefix, seen: map[string]string{}}
+}
+
+// Decide implements batching.Policy.
+func (p *prefixed) Decide(q batching.Queue, now time.Time) batching.Decision {
+	d := p.Policy.Decide(q, now)
+	r, ok := p.seen[d.Reason]
+	if !ok {
+		r = p.prefix + d.Reason
+		p.seen[d.Reason] = r
+	}
+	d.Reason = r
+	return d
+}
