@@ -2,12 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"math"
-	"sort"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/admission"
-	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/autoscale/mark"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/forecast"
@@ -55,31 +53,15 @@ type MarkOptions struct {
 	MemoryMB int `yaml:"memory_mb"`
 }
 
-// markPolicy is the state the scaler and the router share (both are called from the engine's
-// one goroutine).
+// markPolicy is the MArk scaler (internal/autoscale/mark, the same object the live controller
+// drives) plus the simulator's router; both are called from the engine's one goroutine. types,
+// unit, mon and fc are the scaler's own, exposed for the sloserve policy.
 type markPolicy struct {
-	model    string
-	types    []planner.InstanceType
-	byName   map[string]planner.InstanceType
-	svcTime  map[string]time.Duration // service time of the type's own batch
-	plan     *planner.Mark
-	mon      *forecast.Monitor
-	fc       forecast.Forecaster
-	train    int
-	slo      *slomon.Monitor
-	spotCfg  planner.SpotConfig
-	standby  planner.InstanceType
-	sloType  planner.InstanceType
-	bouncer  admission.Bouncer
-	maxWait  time.Duration
-	horizon  int
-	unit     time.Duration
-	lastSeen time.Time
-	nextPlan time.Time
-	seen     map[string]bool // interrupted ids already handled
-	// fleet view for the router, refreshed at every Scale
-	drain   float64
-	slowest time.Duration
+	*mark.Scaler
+	types []planner.InstanceType
+	unit  time.Duration
+	mon   *forecast.Monitor
+	fc    forecast.Forecaster
 }
 
 func newMark(env Env) (Policy, error) {
@@ -102,263 +84,60 @@ func newMark(env Env) (Policy, error) {
 	}
 	pc := planner.DefaultMarkConfig()
 	pc.Headroom, pc.Lookahead, pc.CoolDown = o.Headroom, o.Lookahead, o.CoolDown
-	pl, err := planner.NewMark(pc)
-	if err != nil {
-		return Policy{}, err
-	}
-	m := &markPolicy{model: env.Model.Name, byName: map[string]planner.InstanceType{}, svcTime: map[string]time.Duration{},
-		plan: pl, train: o.TrainStepsPerUnit, spotCfg: planner.DefaultSpotConfig(), seen: map[string]bool{}}
 
 	// Catalog view: every profiled type, batching tuned by MArk §4.3 (batching.TuneFixed), μ* × slots.
-	names := o.Types
-	if len(names) == 0 {
-		names = env.Model.Types()
-	}
 	rt := time.Duration(float64(env.SLO.Threshold) * o.BatchBudget)
-	maxN, minW := 1, time.Duration(math.MaxInt64)
-	for _, name := range names {
-		it, ok := env.Catalog.Type(name)
-		if !ok {
-			continue
-		}
-		b, ok := env.Model.VM[name]
-		if !ok {
-			return Policy{}, fmt.Errorf("mark.types: model %s has no profile for %q", env.Model.Name, name)
-		}
-		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0, batching.TuneFixed)
-		t.Capacity *= float64(max(b.Slots, 1))
-		if it.Kind == cost.KindBurstable {
-			// §3.2: burstables cannot sustain full speed; they are standbys, never planned.
-			if t.Feasible && m.standby.Name == "" {
-				m.standby = t
-			}
-			continue
-		}
-		add := func(t planner.InstanceType) {
-			m.types = append(m.types, t)
-			m.byName[t.Name] = t
-			m.svcTime[t.Name] = b.Curve.ServiceTime(max(t.MaxBatch, 1))
-		}
-		add(t)
-		if t.Feasible {
-			maxN = max(maxN, t.MaxBatch)
-			minW = min(minW, t.MaxWait)
-		}
-		if o.Spot && it.SpotPricePerHour > 0 {
-			s := t
-			s.Name, s.Spot, s.PricePerHour = name+cost.SpotSuffix, true, it.SpotPricePerHour
-			add(s)
-		}
+	cand, err := mark.Tune(env.Catalog, env.Model, o.Types, rt, o.Spot)
+	if err != nil {
+		return Policy{}, fmt.Errorf("mark.types: %w", err)
 	}
-	cheapest := planner.InstanceType{}
-	for _, t := range m.types {
-		if t.Feasible && !t.Spot && (cheapest.Name == "" || t.PricePerHour/t.Capacity < cheapest.PricePerHour/cheapest.Capacity) {
-			cheapest = t
-		}
-	}
-	if cheapest.Name == "" {
+	if _, ok := cand.Cheapest(); !ok {
 		return Policy{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
 	}
-	if minW == time.Duration(math.MaxInt64) {
-		minW = 0
-	}
-	m.maxWait = minW
-	if o.Standby != "" {
-		t, ok := m.byName[o.Standby]
-		if !ok && m.standby.Name != o.Standby {
-			return Policy{}, fmt.Errorf("mark.standby: %q is not a profiled type", o.Standby)
-		}
-		if ok {
-			m.standby = t
-		}
-	}
-	if m.standby.Name == "" {
-		m.standby = cheapest
-	}
-	if m.standby.Name != "" {
-		if _, ok := m.svcTime[m.standby.Name]; !ok {
-			m.svcTime[m.standby.Name] = env.Model.VM[m.standby.Name].Curve.ServiceTime(max(m.standby.MaxBatch, 1))
-		}
-	}
-
-	sc := o.SLOMonitor
-	if _, ok := m.byName[sc.Type]; !ok {
-		sc.Type = cheapest.Name
-	}
-	m.sloType = m.byName[sc.Type]
-	if m.slo, err = slomon.New(sc); err != nil {
-		return Policy{}, fmt.Errorf("mark: %w", err)
-	}
-
-	mc := forecast.DefaultMonitorConfig()
-	m.horizon, m.unit = mc.Window, mc.Unit
-	fo := forecast.DefaultOptions()
-	if m.fc, err = forecast.New(o.Forecaster, fo); err != nil {
+	fc, err := forecast.New(o.Forecaster, forecast.DefaultOptions())
+	if err != nil {
 		return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
 	}
-	m.mon, err = forecast.NewMonitor(mc, func(v float64) {
-		m.fc.Observe(v)
-		if tr, ok := m.fc.(forecast.Trainer); ok {
-			tr.Train(m.train)
-		}
-	})
+	sc, err := mark.New(mark.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
+		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
+		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.DefaultConfig()})
 	if err != nil {
 		return Policy{}, err
 	}
-	if m.bouncer, err = admission.NewBouncer(admission.DefaultConfig()); err != nil {
-		return Policy{}, err
-	}
+	m := &markPolicy{Scaler: sc, types: sc.Types(), unit: sc.Unit(), mon: sc.Monitor(), fc: sc.Forecaster()}
 
 	// Initial fleet: the plan for the trace's mean rate (as the sagemaker baseline starts).
 	var initial []provider.Spec
 	if env.Load.MeanRPS > 0 {
-		rates := make([]float64, m.horizon)
-		for i := range rates {
-			rates[i] = env.Load.MeanRPS
-		}
-		p, err := planner.Schedule(m.types, nil, planner.Forecast{Start: DefaultEpoch, Step: m.unit, Rates: rates}, pc, DefaultEpoch)
-		if err != nil {
-			return Policy{}, fmt.Errorf("mark: initial plan: %w", err)
-		}
-		for _, n := range p.Launch {
-			initial = append(initial, m.spec(n))
+		if initial, err = sc.InitialPlan(env.Load.MeanRPS, DefaultEpoch, pc); err != nil {
+			return Policy{}, err
 		}
 	}
 	return Policy{
 		Scaler:     m,
 		Initial:    initial,
-		Batching:   batching.NewFixed(maxN, minW),
+		Batching:   batching.NewFixed(cand.MaxBatch, cand.MaxWait),
 		Router:     RouterFunc(m.route),
 		Serverless: &Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
 	}, nil
 }
 
 // spec returns the launch spec of a planned type, with its own batch size.
-func (m *markPolicy) spec(name string) provider.Spec {
-	t := m.byName[name]
-	if name == m.standby.Name {
-		t = m.standby
-	}
-	return provider.Spec{Model: m.model, Type: name, Tier: provider.TierVM, MaxBatch: max(t.MaxBatch, 1), MaxWait: t.MaxWait}
-}
+func (m *markPolicy) spec(name string) provider.Spec { return m.Spec(name) }
 
 // route is the Bouncer: admit to the VM tier when the fleet finishes in time, else spill.
 func (m *markPolicy) route(r Request, v TierView, now time.Time) Route {
-	d := m.bouncer.DecidePool(admission.PoolView{Queued: v.QueueLen, Slots: v.Slots, FreeSlots: v.FreeSlots,
-		DrainRate: m.drain, MaxWait: m.maxWait, ServiceTime: m.slowest}, r.Deadline, now)
-	if d.Admit {
+	if m.Admit(v.QueueLen, v.Slots, v.FreeSlots, r.Deadline, now) {
 		return RouteVM
 	}
 	return RouteServerless
 }
 
-// Reasons of the mark scaler's decisions.
+// Reasons of the mark scaler's decisions (internal/autoscale/mark).
 const (
-	markReasonPlan      = "mark: plan (Alg. 1)"
-	markReasonHold      = "mark: between plans"
-	markReasonSLO       = "mark: SLO monitor launch"
-	markReasonSpot      = "mark: spot interruption, standbys resumed"
-	markReasonPlanError = "mark: plan failed, fleet unchanged"
+	markReasonPlan      = mark.ReasonPlan
+	markReasonHold      = mark.ReasonHold
+	markReasonSLO       = mark.ReasonSLO
+	markReasonSpot      = mark.ReasonSpot
+	markReasonPlanError = mark.ReasonPlanError
 )
-
-// Scale implements autoscale.Scaler.
-func (m *markPolicy) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
-	// Feed the arrival monitor and the SLO monitor with the samples not seen yet.
-	for _, x := range s.History {
-		if !x.Start.After(m.lastSeen) && !m.lastSeen.IsZero() {
-			continue
-		}
-		m.lastSeen = x.Start
-		m.mon.Observe(x.Arrivals, x.Start)
-		for range x.Completed - x.Missed {
-			m.slo.Observe(true)
-		}
-		for range x.Missed {
-			m.slo.Observe(false)
-		}
-	}
-	m.mon.Observe(0, now)
-
-	var running []planner.Running
-	var interrupted []planner.Running
-	m.drain, m.slowest = 0, 0
-	for _, f := range s.Fleet {
-		r := planner.Running{ID: f.ID, Type: f.Type, Ready: f.State == provider.StateReady, Launched: f.Launched}
-		switch f.State {
-		case provider.StateLaunching, provider.StateReady:
-			running = append(running, r)
-		case provider.StateInterrupted:
-			if !m.seen[f.ID] {
-				m.seen[f.ID] = true
-				interrupted = append(interrupted, r)
-			}
-		}
-		if f.State == provider.StateReady {
-			t, ok := m.byName[f.Type]
-			if !ok && f.Type == m.standby.Name {
-				t, ok = m.standby, true
-			}
-			if ok {
-				m.drain += t.Capacity
-				m.slowest = max(m.slowest, m.svcTime[f.Type])
-			}
-		}
-	}
-
-	var d autoscale.Decision
-	d.Reason = markReasonHold
-	replan := false
-	if len(interrupted) > 0 {
-		standbys := make([]planner.Standby, len(interrupted)*4)
-		for i := range standbys {
-			standbys[i] = planner.Standby{ID: m.standby.Name, Type: m.standby.Name, Capacity: m.standby.Capacity}
-		}
-		sd, err := planner.OnInterruption(interrupted, m.types, standbys, m.spotCfg)
-		if err == nil {
-			for _, name := range sd.Resume {
-				d.Launch = append(d.Launch, m.spec(name))
-			}
-			replan = sd.Replan
-			d.Reason = markReasonSpot
-		}
-	}
-	if sd := m.slo.Decide(now); sd.Launch > 0 {
-		for range sd.Launch {
-			d.Launch = append(d.Launch, m.spec(m.sloType.Name))
-		}
-		d.Reason = markReasonSLO
-	}
-	if replan || !now.Before(m.nextPlan) {
-		m.nextPlan = now.Add(m.unit)
-		rates := m.fc.Forecast(m.horizon)
-		if m.mon.Len() == 0 {
-			cur := m.mon.Current()
-			for i := range rates {
-				rates[i] = cur
-			}
-		}
-		// Instances launched by this decision count as running for the plan.
-		for i, sp := range d.Launch {
-			running = append(running, planner.Running{ID: fmt.Sprintf("pending-%d", i), Type: sp.Type, Launched: now})
-		}
-		p, err := m.plan.Step(m.types, running, planner.Forecast{Start: m.mon.UnitStart(), Step: m.unit, Rates: rates}, now)
-		if err != nil {
-			d.Reason = markReasonPlanError
-		} else {
-			for _, n := range p.Launch {
-				d.Launch = append(d.Launch, m.spec(n))
-			}
-			for _, id := range p.Terminate {
-				if len(id) < 8 || id[:8] != "pending-" {
-					d.Terminate = append(d.Terminate, id)
-				}
-			}
-			sort.Strings(d.Terminate)
-			if d.Reason == markReasonHold {
-				d.Reason = markReasonPlan
-			}
-		}
-	}
-	d.Next = m.nextPlan
-	return d
-}

@@ -1,0 +1,406 @@
+package mark
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/admission"
+	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/planner"
+	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/slomon"
+)
+
+// Candidates is the catalog as the planner sees it: every profiled type with its batching tuned
+// by the MArk §4.3 rule, so that each is a black box of rate μ* (Capacity, times its slots).
+type Candidates struct {
+	// Types are the plannable (non-burstable) types, spot variants after their on-demand type.
+	Types []planner.InstanceType
+	// Standby is the first SLO-feasible burstable type (resumed on spot interruptions); zero
+	// when there is none.
+	Standby planner.InstanceType
+	// SvcTime is the service time of each type's own batch (N_batch), for the Bouncer.
+	SvcTime map[string]time.Duration
+	// MaxBatch is the largest N_batch and MaxWait the smallest W_batch over the feasible types:
+	// the fleet-wide fixed batching a shared queue uses.
+	MaxBatch int
+	MaxWait  time.Duration
+}
+
+// ErrNoProfile means a candidate type has no service-time profile for the model.
+var ErrNoProfile = errors.New("no profile for type")
+
+// Tune builds the candidates for model m over the named catalog types (every type the model is
+// profiled on when names is empty): batching.TuneFixed gives each type its (N_batch, W_batch)
+// within the batching budget rt (MArk §4.3); capacity is μ* times the type's slots; burstable
+// types are standbys only (§3.2: they cannot sustain full speed); with spot, every type with a
+// spot price adds its "<type>/spot" variant. Names the catalog does not know are skipped.
+func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, spot bool) (Candidates, error) {
+	c := Candidates{SvcTime: map[string]time.Duration{}, MaxBatch: 1}
+	if len(names) == 0 {
+		names = m.Types()
+	}
+	minW := time.Duration(math.MaxInt64)
+	for _, name := range names {
+		it, ok := cat.Type(name)
+		if !ok {
+			continue
+		}
+		b, ok := m.VM[name]
+		if !ok {
+			return Candidates{}, fmt.Errorf("model %s: %w %q", m.Name, ErrNoProfile, name)
+		}
+		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0, batching.TuneFixed)
+		t.Capacity *= float64(max(b.Slots, 1))
+		if it.Kind == cost.KindBurstable {
+			if t.Feasible && c.Standby.Name == "" {
+				c.Standby = t
+				c.SvcTime[t.Name] = b.Curve.ServiceTime(max(t.MaxBatch, 1))
+			}
+			continue
+		}
+		add := func(t planner.InstanceType) {
+			c.Types = append(c.Types, t)
+			c.SvcTime[t.Name] = b.Curve.ServiceTime(max(t.MaxBatch, 1))
+		}
+		add(t)
+		if t.Feasible {
+			c.MaxBatch = max(c.MaxBatch, t.MaxBatch)
+			minW = min(minW, t.MaxWait)
+		}
+		if spot && it.SpotPricePerHour > 0 {
+			s := t
+			s.Name, s.Spot, s.PricePerHour = name+cost.SpotSuffix, true, it.SpotPricePerHour
+			add(s)
+		}
+	}
+	if minW == time.Duration(math.MaxInt64) {
+		minW = 0
+	}
+	c.MaxWait = minW
+	return c, nil
+}
+
+// Cheapest returns the SLO-feasible on-demand type with the lowest price per request/s, or
+// false when there is none.
+func (c Candidates) Cheapest() (planner.InstanceType, bool) {
+	best := planner.InstanceType{}
+	for _, t := range c.Types {
+		if t.Feasible && !t.Spot && (best.Name == "" || t.PricePerHour/t.Capacity < best.PricePerHour/best.Capacity) {
+			best = t
+		}
+	}
+	return best, best.Name != ""
+}
+
+// Config configures a Scaler.
+type Config struct {
+	// Model is the model every launched instance serves.
+	Model string
+	// Candidates are the tuned types (Tune).
+	Candidates Candidates
+	// Standby names the type resumed on a spot interruption; "" means Candidates.Standby, else
+	// the cheapest feasible on-demand type.
+	Standby string
+	// Planner configures Alg. 1 (τ, headroom, cool-down, max instances).
+	Planner planner.MarkConfig
+	// Monitor configures the arrival monitor (P_s, P_u, P_w).
+	Monitor forecast.MonitorConfig
+	// Forecaster predicts the next P_w unit maxima; nil means EWMA with default options.
+	Forecaster forecast.Forecaster
+	// TrainStepsPerUnit is how many training steps a forecast.Trainer runs at every completed
+	// unit.
+	TrainStepsPerUnit int
+	// SLOMonitor configures the SLO monitor (§4.4); a Type that is not a candidate falls back to
+	// the cheapest feasible on-demand type.
+	SLOMonitor slomon.Config
+	// Spot configures the interruption handling (§4.5).
+	Spot planner.SpotConfig
+	// Bouncer configures the admission check (§4.3).
+	Bouncer admission.Config
+}
+
+// Scaler is MArk's autoscaler. It is pure (no clock, no goroutine, no I/O) and owned by one
+// goroutine: the simulator's event loop or the live controller's loop; Admit, called by the
+// router, must run on that same goroutine (or be serialised with Scale by its owner).
+type Scaler struct {
+	model    string
+	types    []planner.InstanceType
+	byName   map[string]planner.InstanceType
+	svcTime  map[string]time.Duration
+	plan     *planner.Mark
+	mon      *forecast.Monitor
+	fc       forecast.Forecaster
+	train    int
+	slo      *slomon.Monitor
+	spotCfg  planner.SpotConfig
+	standby  planner.InstanceType
+	sloType  planner.InstanceType
+	bouncer  admission.Bouncer
+	maxWait  time.Duration
+	horizon  int
+	unit     time.Duration
+	lastSeen time.Time
+	nextPlan time.Time
+	seen     map[string]bool // interrupted ids already handled
+	// fleet view for the Bouncer, refreshed at every Scale
+	drain   float64
+	slowest time.Duration
+}
+
+var _ autoscale.Scaler = (*Scaler)(nil)
+
+// New returns a Scaler; it fails when no candidate type can meet the SLO.
+func New(c Config) (*Scaler, error) {
+	pl, err := planner.NewMark(c.Planner)
+	if err != nil {
+		return nil, err
+	}
+	cand := c.Candidates
+	m := &Scaler{model: c.Model, byName: map[string]planner.InstanceType{}, svcTime: map[string]time.Duration{},
+		plan: pl, train: c.TrainStepsPerUnit, spotCfg: c.Spot, seen: map[string]bool{},
+		types: cand.Types, standby: cand.Standby, maxWait: cand.MaxWait}
+	for _, t := range cand.Types {
+		m.byName[t.Name] = t
+	}
+	for k, v := range cand.SvcTime {
+		m.svcTime[k] = v
+	}
+	cheapest, ok := cand.Cheapest()
+	if !ok {
+		return nil, fmt.Errorf("mark: %w (model %s)", planner.ErrNoFeasibleType, c.Model)
+	}
+	if c.Standby != "" {
+		t, ok := m.byName[c.Standby]
+		if !ok && m.standby.Name != c.Standby {
+			return nil, fmt.Errorf("mark.standby: %q is not a profiled type", c.Standby)
+		}
+		if ok {
+			m.standby = t
+		}
+	}
+	if m.standby.Name == "" {
+		m.standby = cheapest
+	}
+
+	sc := c.SLOMonitor
+	if _, ok := m.byName[sc.Type]; !ok {
+		sc.Type = cheapest.Name
+	}
+	m.sloType = m.byName[sc.Type]
+	if m.slo, err = slomon.New(sc); err != nil {
+		return nil, fmt.Errorf("mark: %w", err)
+	}
+	m.horizon, m.unit = c.Monitor.Window, c.Monitor.Unit
+	m.fc = c.Forecaster
+	if m.fc == nil {
+		if m.fc, err = forecast.New("ewma", forecast.DefaultOptions()); err != nil {
+			return nil, err
+		}
+	}
+	m.mon, err = forecast.NewMonitor(c.Monitor, func(v float64) {
+		m.fc.Observe(v)
+		if tr, ok := m.fc.(forecast.Trainer); ok {
+			tr.Train(m.train)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.bouncer, err = admission.NewBouncer(c.Bouncer); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Types returns the candidate types (shared; do not modify).
+func (m *Scaler) Types() []planner.InstanceType { return m.types }
+
+// Unit returns P_u, the planning period.
+func (m *Scaler) Unit() time.Duration { return m.unit }
+
+// Horizon returns P_w, the number of units forecast.
+func (m *Scaler) Horizon() int { return m.horizon }
+
+// Monitor returns the arrival monitor (owned by the Scaler's goroutine).
+func (m *Scaler) Monitor() *forecast.Monitor { return m.mon }
+
+// Forecaster returns the forecaster (owned by the Scaler's goroutine).
+func (m *Scaler) Forecaster() forecast.Forecaster { return m.fc }
+
+// MaxWait returns W_batch of the shared queue: the smallest over the feasible types.
+func (m *Scaler) MaxWait() time.Duration { return m.maxWait }
+
+// Forecast returns the rates the planner covers next: the forecaster's next P_w unit maxima, or
+// the current sample's rate repeated before the first unit has completed.
+func (m *Scaler) Forecast() []float64 {
+	rates := m.fc.Forecast(m.horizon)
+	if m.mon.Len() == 0 {
+		cur := m.mon.Current()
+		for i := range rates {
+			rates[i] = cur
+		}
+	}
+	return rates
+}
+
+// InitialPlan returns the fleet Alg. 1 plans for a constant rate (requests/s) from start: how a
+// run starts before the monitor has seen a unit.
+func (m *Scaler) InitialPlan(rate float64, start time.Time, c planner.MarkConfig) ([]provider.Spec, error) {
+	rates := make([]float64, m.horizon)
+	for i := range rates {
+		rates[i] = rate
+	}
+	p, err := planner.Schedule(m.types, nil, planner.Forecast{Start: start, Step: m.unit, Rates: rates}, c, start)
+	if err != nil {
+		return nil, fmt.Errorf("mark: initial plan: %w", err)
+	}
+	out := make([]provider.Spec, 0, len(p.Launch))
+	for _, n := range p.Launch {
+		out = append(out, m.Spec(n))
+	}
+	return out, nil
+}
+
+// Spec returns the launch spec of a planned type, with its own batch size (N_batch, W_batch).
+func (m *Scaler) Spec(name string) provider.Spec {
+	t := m.byName[name]
+	if name == m.standby.Name {
+		t = m.standby
+	}
+	return provider.Spec{Model: m.model, Type: name, Tier: provider.TierVM, MaxBatch: max(t.MaxBatch, 1), MaxWait: t.MaxWait}
+}
+
+// Capacity returns μ* of a type (0 for an unknown one).
+func (m *Scaler) Capacity(name string) float64 {
+	if t, ok := m.byName[name]; ok {
+		return t.Capacity
+	}
+	if name == m.standby.Name {
+		return m.standby.Capacity
+	}
+	return 0
+}
+
+// Admit is the Bouncer (MArk §4.3): whether a request with this deadline, finding queued
+// requests ahead and slots/free batch slots in the VM tier, finishes in time on the fleet the
+// last Scale saw; false sends it to the serverless tier.
+func (m *Scaler) Admit(queued, slots, free int, deadline, now time.Time) bool {
+	d := m.bouncer.DecidePool(admission.PoolView{Queued: queued, Slots: slots, FreeSlots: free,
+		DrainRate: m.drain, MaxWait: m.maxWait, ServiceTime: m.slowest}, deadline, now)
+	return d.Admit
+}
+
+// Reasons of the Scaler's decisions.
+const (
+	ReasonPlan      = "mark: plan (Alg. 1)"
+	ReasonHold      = "mark: between plans"
+	ReasonSLO       = "mark: SLO monitor launch"
+	ReasonSpot      = "mark: spot interruption, standbys resumed"
+	ReasonPlanError = "mark: plan failed, fleet unchanged"
+)
+
+// Scale implements autoscale.Scaler: it feeds the arrival and SLO monitors with the samples not
+// seen yet, resumes standbys for newly interrupted spot instances (§4.5), lets the SLO monitor
+// launch (§4.4), and every P_u runs Alg. 1 over the forecast with the running fleet as
+// zero-overhead candidates; surplus instances are terminated after the planner's cool-down.
+func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
+	for _, x := range s.History {
+		if !x.Start.After(m.lastSeen) && !m.lastSeen.IsZero() {
+			continue
+		}
+		m.lastSeen = x.Start
+		m.mon.Observe(x.Arrivals, x.Start)
+		for range x.Completed - x.Missed {
+			m.slo.Observe(true)
+		}
+		for range x.Missed {
+			m.slo.Observe(false)
+		}
+	}
+	m.mon.Observe(0, now)
+
+	var running []planner.Running
+	var interrupted []planner.Running
+	m.drain, m.slowest = 0, 0
+	for _, f := range s.Fleet {
+		r := planner.Running{ID: f.ID, Type: f.Type, Ready: f.State == provider.StateReady, Launched: f.Launched}
+		switch f.State {
+		case provider.StateLaunching, provider.StateReady:
+			running = append(running, r)
+		case provider.StateInterrupted:
+			if !m.seen[f.ID] {
+				m.seen[f.ID] = true
+				interrupted = append(interrupted, r)
+			}
+		}
+		if f.State == provider.StateReady {
+			t, ok := m.byName[f.Type]
+			if !ok && f.Type == m.standby.Name {
+				t, ok = m.standby, true
+			}
+			if ok {
+				m.drain += t.Capacity
+				m.slowest = max(m.slowest, m.svcTime[f.Type])
+			}
+		}
+	}
+
+	var d autoscale.Decision
+	d.Reason = ReasonHold
+	replan := false
+	if len(interrupted) > 0 {
+		standbys := make([]planner.Standby, len(interrupted)*4)
+		for i := range standbys {
+			standbys[i] = planner.Standby{ID: m.standby.Name, Type: m.standby.Name, Capacity: m.standby.Capacity}
+		}
+		sd, err := planner.OnInterruption(interrupted, m.types, standbys, m.spotCfg)
+		if err == nil {
+			for _, name := range sd.Resume {
+				d.Launch = append(d.Launch, m.Spec(name))
+			}
+			replan = sd.Replan
+			d.Reason = ReasonSpot
+		}
+	}
+	if sd := m.slo.Decide(now); sd.Launch > 0 {
+		for range sd.Launch {
+			d.Launch = append(d.Launch, m.Spec(m.sloType.Name))
+		}
+		d.Reason = ReasonSLO
+	}
+	if replan || !now.Before(m.nextPlan) {
+		m.nextPlan = now.Add(m.unit)
+		rates := m.Forecast()
+		// Instances launched by this decision count as running for the plan.
+		for i, sp := range d.Launch {
+			running = append(running, planner.Running{ID: fmt.Sprintf("pending-%d", i), Type: sp.Type, Launched: now})
+		}
+		p, err := m.plan.Step(m.types, running, planner.Forecast{Start: m.mon.UnitStart(), Step: m.unit, Rates: rates}, now)
+		if err != nil {
+			d.Reason = ReasonPlanError
+		} else {
+			for _, n := range p.Launch {
+				d.Launch = append(d.Launch, m.Spec(n))
+			}
+			for _, id := range p.Terminate {
+				if len(id) < 8 || id[:8] != "pending-" {
+					d.Terminate = append(d.Terminate, id)
+				}
+			}
+			sort.Strings(d.Terminate)
+			if d.Reason == ReasonHold {
+				d.Reason = ReasonPlan
+			}
+		}
+	}
+	d.Next = m.nextPlan
+	return d
+}
