@@ -24,6 +24,8 @@ type Config struct {
 	Workers Workers `yaml:"workers"`
 	// Models lists the served models; at least one.
 	Models []Model `yaml:"models"`
+	// Controller sizes each model's fleet.
+	Controller Controller `yaml:"controller"`
 }
 
 // Gateway configures the gateway's listener, timeouts and limits.
@@ -90,6 +92,8 @@ type Model struct {
 	QueueLimit int `yaml:"queue_limit"`
 	// Batching selects the batching policy and its parameters; its slo is filled from SLO.
 	Batching batching.Config `yaml:"batching"`
+	// InstanceType is what the model's workers run as: name, price, capacity, per-instance batch.
+	InstanceType InstanceType `yaml:"instance_type"`
 }
 
 // SLO is a latency objective as written in the file.
@@ -126,12 +130,13 @@ func DefaultModel(name string) Model {
 	b := batching.DefaultConfig()
 	b.SLO = s.Threshold
 	return Model{
-		Name:       name,
-		SLO:        SLO{ThresholdMS: float64(s.Threshold) / float64(time.Millisecond), Target: s.Target},
-		Instances:  DefaultInstances,
-		Slots:      DefaultSlots,
-		QueueLimit: DefaultQueueLimit,
-		Batching:   b,
+		Name:         name,
+		SLO:          SLO{ThresholdMS: float64(s.Threshold) / float64(time.Millisecond), Target: s.Target},
+		Instances:    DefaultInstances,
+		Slots:        DefaultSlots,
+		QueueLimit:   DefaultQueueLimit,
+		Batching:     b,
+		InstanceType: DefaultInstanceType(),
 	}
 }
 
@@ -158,6 +163,7 @@ func Default() Config {
 			HealthInterval: time.Second,
 			StopTimeout:    5 * time.Second,
 		},
+		Controller: DefaultController(),
 	}
 }
 
@@ -198,6 +204,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("workers.runtime: must be native or onnxruntime, got %q", c.Workers.Runtime)
 	}
+	if err := c.Controller.Validate(); err != nil {
+		return err
+	}
 	if len(c.Models) == 0 {
 		return errors.New("models: at least one model is required")
 	}
@@ -221,6 +230,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.queue_limit: must be ≥ 1, got %d", p, m.QueueLimit)
 		}
 		seen[m.Name] = true
+		if err := m.InstanceType.validate(p); err != nil {
+			return err
+		}
 		if err := m.Batching.Validate(); err != nil {
 			return fmt.Errorf("%s.%w", p, err)
 		}
@@ -243,10 +255,11 @@ func Decode(r io.Reader) (Config, error) {
 	// strictly, over DefaultModel.
 	c := Default()
 	raw := struct {
-		Gateway *Gateway    `yaml:"gateway"`
-		Workers *Workers    `yaml:"workers"`
-		Models  []yaml.Node `yaml:"models"`
-	}{Gateway: &c.Gateway, Workers: &c.Workers}
+		Gateway    *Gateway    `yaml:"gateway"`
+		Workers    *Workers    `yaml:"workers"`
+		Models     []yaml.Node `yaml:"models"`
+		Controller *Controller `yaml:"controller"`
+	}{Gateway: &c.Gateway, Workers: &c.Workers, Controller: &c.Controller}
 	if err := strictDecode(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}

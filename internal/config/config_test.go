@@ -35,6 +35,15 @@ func TestLoadExample(t *testing.T) {
 	if l.Batching.SLO != 100*time.Millisecond || l.Batching.MaxWait != 10*time.Millisecond || l.Slots != DefaultSlots || l.QueueLimit != DefaultQueueLimit {
 		t.Errorf("models[1] = %+v: want batching.slo 100ms from slo.threshold_ms, max_wait 10ms, default slots and queue limit", l)
 	}
+	if it := c.Models[0].InstanceType; it != (InstanceType{Name: "local", PricePerHour: DefaultLocalPricePerHour, LaunchDelay: 2 * time.Second}) {
+		t.Errorf("models[0].instance_type = %+v", it)
+	}
+	if it := c.Models[1].InstanceType; it != DefaultInstanceType() {
+		t.Errorf("models[1].instance_type (-want +got):\n- %+v\n+ %+v", DefaultInstanceType(), it)
+	}
+	if c.Controller != DefaultController() {
+		t.Errorf("controller (-want +got):\n- %+v\n+ %+v", DefaultController(), c.Controller)
+	}
 	if c.Gateway.IdleTimeout != 120*time.Second || c.Workers.StopTimeout != 5*time.Second {
 		t.Errorf("omitted fields did not keep defaults: %+v %+v", c.Gateway, c.Workers)
 	}
@@ -61,6 +70,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad runtime", "workers: {runtime: gpu}\nmodels: [{name: a}]", `workers.runtime: must be native or onnxruntime, got "gpu"`},
 		{"not yaml", "{{{", "parse config"},
 		{"bad dispatch", "gateway: {dispatch: random}\nmodels: [{name: a}]", `gateway.dispatch: "random" is not one of`},
+		{"bad controller", "controller: {policy: magic}\nmodels: [{name: a}]", `controller.policy: must be one of [none mark target-tracking knative], got "magic"`},
+		{"unknown controller field", "controller: {polcy: mark}\nmodels: [{name: a}]", "field polcy not found"},
+		{"unit not multiple", "controller: {sample_interval: 2s, unit: 3s}\nmodels: [{name: a}]", "controller.unit: must be a positive multiple of sample_interval 2s, got 3s"},
+		{"headroom below 1", "controller: {headroom: 0.5}\nmodels: [{name: a}]", "controller.headroom: must be in [1, 100], got 0.5"},
+		{"max below min", "controller: {min_instances: 3, max_instances: 2}\nmodels: [{name: a}]", "controller.max_instances: must be in [max(min_instances, 1), 1000], got 2"},
+		{"negative rps", "models: [{name: a, instance_type: {rps: -1}}]", "models[0].instance_type.rps: must be in [0, 1e9), got -1"},
+		{"negative price", "models: [{name: a, instance_type: {price_per_hour: -2}}]", "models[0].instance_type.price_per_hour: must be in [0, 1e6), got -2"},
+		{"unknown instance_type field", "models: [{name: a, instance_type: {rsp: 1}}]", "field rsp not found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,4 +113,21 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode returned a config that does not validate: %v", err)
 		}
 	})
+}
+
+func TestDecodeControllerPartial(t *testing.T) {
+	c, err := Decode(strings.NewReader("controller: {policy: mark, cool_down: 10s}\nmodels: [{name: a, instance_type: {rps: 50}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultController()
+	want.Policy, want.CoolDown = ControllerMark, 10*time.Second
+	if c.Controller != want {
+		t.Errorf("controller (-want +got):\n- %+v\n+ %+v", want, c.Controller)
+	}
+	wantT := DefaultInstanceType()
+	wantT.RPS = 50
+	if got := c.Models[0].InstanceType; got != wantT {
+		t.Errorf("instance_type (-want +got):\n- %+v\n+ %+v", wantT, got)
+	}
 }

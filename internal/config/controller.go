@@ -1,0 +1,164 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Controller policies (Controller.Policy).
+const (
+	// ControllerNone keeps each model's configured instance count (autoscale.Static).
+	ControllerNone = "none"
+	// ControllerMark is MArk's predictive planner (internal/autoscale/mark).
+	ControllerMark = "mark"
+	// ControllerTargetTracking is SageMaker-style target tracking (autoscale.TargetTracking).
+	ControllerTargetTracking = "target-tracking"
+	// ControllerKnative is Knative's concurrency autoscaler (autoscale.KPA).
+	ControllerKnative = "knative"
+)
+
+// ControllerPolicies lists the accepted Controller.Policy values.
+func ControllerPolicies() []string {
+	return []string{ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative}
+}
+
+// Live controller defaults. MArk's own settings (P_s/P_u/P_w = 5 s / 1 min / 60, τ = 5 min,
+// cool-down 6 min) fit cloud VMs that take minutes to launch and bill by the minute; local
+// workers start in about a second, so the live loop runs the same algorithm on a 25× shorter
+// clock: samples of 1 s, units of 5 s, a one-minute window, τ = one unit.
+const (
+	// DefaultControllerSample is the control loop's period and P_s.
+	DefaultControllerSample = time.Second
+	// DefaultControllerUnit is P_u, the planning unit.
+	DefaultControllerUnit = 5 * time.Second
+	// DefaultControllerWindow is P_w, in units (one minute ahead).
+	DefaultControllerWindow = 12
+	// DefaultControllerLookahead is τ: a local worker is ready within one unit.
+	DefaultControllerLookahead = 5 * time.Second
+	// DefaultControllerHeadroom is MArk's 1.2× (mark-constants.json Times_headroom).
+	DefaultControllerHeadroom = 1.2
+	// DefaultControllerCoolDown is how long an instance stays surplus before it is terminated
+	// (MArk's six plans, on the live unit: 6 × 5 s).
+	DefaultControllerCoolDown = 30 * time.Second
+	// DefaultControllerSLOWindow is M of the SLO monitor, in requests (MArk: 1000 at cloud rates;
+	// a live demo sees a few hundred requests per second).
+	DefaultControllerSLOWindow = 500
+	// DefaultControllerMaxInstances bounds each model's fleet (instances).
+	DefaultControllerMaxInstances = 8
+	// DefaultLocalPricePerHour is the nominal price of one local worker, in USD/hour: half of an
+	// on-demand c5.large ($0.085/h for 2 vCPU), i.e. one vCPU, since a worker computes one batch
+	// per core. It only makes costs comparable; a local process costs nothing.
+	DefaultLocalPricePerHour = 0.0425
+	// DefaultLocalLaunchDelay is the time a local worker takes to become ready (model loaded).
+	DefaultLocalLaunchDelay = 2 * time.Second
+)
+
+// Controller configures the control loop that sizes each model's fleet.
+type Controller struct {
+	// Policy is the scaler: none (static count), mark, target-tracking or knative.
+	Policy string `yaml:"policy"`
+	// SampleInterval is the loop's period and MArk's P_s (duration).
+	SampleInterval time.Duration `yaml:"sample_interval"`
+	// Unit is MArk's P_u, the planning unit, a multiple of sample_interval (duration); also the
+	// target-tracking metric period.
+	Unit time.Duration `yaml:"unit"`
+	// Window is MArk's P_w, how many units are forecast (units).
+	Window int `yaml:"window"`
+	// Lookahead is MArk's τ: forecast steps that end sooner are left to reactive measures
+	// (duration).
+	Lookahead time.Duration `yaml:"lookahead"`
+	// Headroom multiplies the forecast before it is covered (factor ≥ 1).
+	Headroom float64 `yaml:"headroom"`
+	// CoolDown is how long an instance stays surplus before it is terminated; also the
+	// target-tracking scale-in cool-down (duration).
+	CoolDown time.Duration `yaml:"cool_down"`
+	// Forecaster names the forecasting method (internal/forecast: naive, ewma, holt-winters, ar,
+	// lstm).
+	Forecaster string `yaml:"forecaster"`
+	// SLOWindow is M of MArk's SLO monitor (requests).
+	SLOWindow int `yaml:"slo_window"`
+	// MinInstances and MaxInstances bound each model's fleet (instances).
+	MinInstances int `yaml:"min_instances"`
+	MaxInstances int `yaml:"max_instances"`
+	// BatchBudget is the fraction of the SLO threshold given to batching when MArk tunes an
+	// instance type (fraction in (0, 1]).
+	BatchBudget float64 `yaml:"batch_budget"`
+}
+
+// DefaultController returns the static controller with the live defaults above.
+func DefaultController() Controller {
+	return Controller{Policy: ControllerNone, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
+		Window: DefaultControllerWindow, Lookahead: DefaultControllerLookahead, Headroom: DefaultControllerHeadroom,
+		CoolDown: DefaultControllerCoolDown, Forecaster: "ewma", SLOWindow: DefaultControllerSLOWindow,
+		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, BatchBudget: 0.5}
+}
+
+// Validate reports the first field that is out of range, naming it and its value.
+func (c Controller) Validate() error {
+	switch {
+	case !slices.Contains(ControllerPolicies(), c.Policy):
+		return fmt.Errorf("controller.policy: must be one of %v, got %q", ControllerPolicies(), c.Policy)
+	case c.SampleInterval <= 0:
+		return fmt.Errorf("controller.sample_interval: must be > 0, got %v", c.SampleInterval)
+	case c.Unit < c.SampleInterval || c.Unit%c.SampleInterval != 0:
+		return fmt.Errorf("controller.unit: must be a positive multiple of sample_interval %v, got %v", c.SampleInterval, c.Unit)
+	case c.Window <= 0 || c.Window > 10000:
+		return fmt.Errorf("controller.window: must be in [1, 10000], got %d", c.Window)
+	case c.Lookahead < 0:
+		return fmt.Errorf("controller.lookahead: must be ≥ 0, got %v", c.Lookahead)
+	case !(c.Headroom >= 1 && c.Headroom <= 100):
+		return fmt.Errorf("controller.headroom: must be in [1, 100], got %v", c.Headroom)
+	case c.CoolDown < 0:
+		return fmt.Errorf("controller.cool_down: must be ≥ 0, got %v", c.CoolDown)
+	case c.Forecaster == "":
+		return fmt.Errorf("controller.forecaster: must not be empty")
+	case c.SLOWindow <= 0:
+		return fmt.Errorf("controller.slo_window: must be > 0, got %d", c.SLOWindow)
+	case c.MinInstances < 0:
+		return fmt.Errorf("controller.min_instances: must be ≥ 0, got %d", c.MinInstances)
+	case c.MaxInstances < max(c.MinInstances, 1) || c.MaxInstances > 1000:
+		return fmt.Errorf("controller.max_instances: must be in [max(min_instances, 1), 1000], got %d", c.MaxInstances)
+	case !(c.BatchBudget > 0 && c.BatchBudget <= 1):
+		return fmt.Errorf("controller.batch_budget: must be in (0, 1], got %v", c.BatchBudget)
+	}
+	return nil
+}
+
+// InstanceType describes the instances a model's workers run as, for the controller and cost.
+type InstanceType struct {
+	// Name is the type's name (the local provider's workers are "local").
+	Name string `yaml:"name"`
+	// PricePerHour is the price of one instance, in USD/hour (for local workers a nominal price,
+	// DefaultLocalPricePerHour).
+	PricePerHour float64 `yaml:"price_per_hour"`
+	// RPS is the sustained rate one instance serves within the SLO, in requests/s (MArk's μ*);
+	// 0 means measure it with a quick profile of the model when the first worker is ready.
+	RPS float64 `yaml:"rps"`
+	// LaunchDelay is the expected time from launch to ready (duration); MArk's launch overhead.
+	LaunchDelay time.Duration `yaml:"launch_delay"`
+	// MaxBatch bounds the batch one instance is sent (requests); 0 means MArk's batching rule
+	// decides (§4.3) under controller mark, and no per-instance bound otherwise.
+	MaxBatch int `yaml:"max_batch"`
+}
+
+// DefaultInstanceType returns a local worker at the nominal price, measured by a quick profile.
+func DefaultInstanceType() InstanceType {
+	return InstanceType{Name: "local", PricePerHour: DefaultLocalPricePerHour, LaunchDelay: DefaultLocalLaunchDelay}
+}
+
+func (t InstanceType) validate(p string) error {
+	switch {
+	case t.Name == "":
+		return fmt.Errorf("%s.instance_type.name: must not be empty", p)
+	case !(t.PricePerHour >= 0 && t.PricePerHour < 1e6):
+		return fmt.Errorf("%s.instance_type.price_per_hour: must be in [0, 1e6), got %v", p, t.PricePerHour)
+	case !(t.RPS >= 0 && t.RPS < 1e9):
+		return fmt.Errorf("%s.instance_type.rps: must be in [0, 1e9), got %v", p, t.RPS)
+	case t.LaunchDelay < 0:
+		return fmt.Errorf("%s.instance_type.launch_delay: must be ≥ 0, got %v", p, t.LaunchDelay)
+	case t.MaxBatch < 0 || t.MaxBatch > 1<<16:
+		return fmt.Errorf("%s.instance_type.max_batch: must be in [0, 65536], got %d", p, t.MaxBatch)
+	}
+	return nil
+}
