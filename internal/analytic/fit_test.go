@@ -17,9 +17,11 @@ func TestFitMAP2RecoversSyntheticMoments(t *testing.T) {
 		{"correlated map2", mustMAP(t)(MAP2(2, 40, 1, 0.5, 0.3, 0.6))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := 300000
+			// The rate check compares with the true process, so it carries the sample's own error:
+			// a slowly switching MMPP(2) sample of 100k arrivals (race builds) is ~3 % off its rate.
+			n, rateTol := 300000, 0.02
 			if raceEnabled {
-				n = 100000
+				n, rateTol = 100000, 0.05
 			}
 			x := sample(tc.a, n, 11)
 			fit, st, err := FitMAP2(x)
@@ -36,7 +38,7 @@ func TestFitMAP2RecoversSyntheticMoments(t *testing.T) {
 			if math.Abs(rho-st.Rho1) > 0.02 {
 				t.Errorf("lag-1 autocorrelation: (-trace +fit) %g %g", st.Rho1, rho)
 			}
-			if r := fit.Rate() / tc.a.Rate(); math.Abs(r-1) > 0.02 {
+			if r := fit.Rate() / tc.a.Rate(); math.Abs(r-1) > rateTol {
 				t.Errorf("rate: (-true +fit) %g %g", tc.a.Rate(), fit.Rate())
 			}
 		})
