@@ -91,6 +91,7 @@ type flight struct {
 	// may be tried again: the batcher then puts them back at the head of the queue.
 	retry    bool
 	canRetry bool
+	hung     bool  // the instance did not answer the last attempt in time (no retry left)
 	err      error // the answer for every request when a retry is not possible
 }
 
@@ -118,6 +119,7 @@ type batcher struct {
 	md     atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
+	est                 estimator    // batch time, max batch and slots, for admission and timeouts
 
 	in          chan *call
 	ctrl        chan func(now time.Time)
@@ -170,6 +172,10 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []b
 	if b.queued.Add(1) > int64(b.limit) {
 		b.queued.Add(-1)
 		return nil, ErrQueueFull
+	}
+	if a := Admit(b.est.facts(int(b.queued.Load())), c.deadline, time.Now()); !a.Admit {
+		b.queued.Add(-1)
+		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, a.RetryAfter)
 	}
 	b.mu.RLock()
 	if b.closed {
@@ -265,6 +271,16 @@ func (b *batcher) step(now time.Time) {
 		earliest = b.earliestDeadline()
 	}
 	b.m.queue.Set(float64(len(b.q)))
+	b.est.maxBatch.Store(int64(b.policy.MaxBatch()))
+	slots, busy := 0, 0
+	for _, in := range b.insts {
+		if in.usable(now) {
+			slots += in.Slots
+			busy += in.outstanding
+		}
+	}
+	b.est.slots.Store(int64(slots))
+	b.est.busy.Store(int64(busy))
 	wake := next
 	if !earliest.IsZero() && (wake.IsZero() || earliest.Before(wake)) {
 		wake = earliest
@@ -344,6 +360,9 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 		return false // the picker found no eligible instance; keep the requests queued
 	}
 	inst := b.insts[k]
+	if inst.MaxBatch > 0 {
+		n = min(n, inst.MaxBatch) // the instance's own N_batch (INFless non-uniform batching)
+	}
 	first := b.q[0].req
 	take := 1
 	for take < n && compatible(b.q[take].req, first) {
@@ -383,7 +402,9 @@ func (b *batcher) send(f *flight) {
 	for i, c := range f.calls {
 		reqs[i] = c.req
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, b.g.timeout)
+	limit := attemptTimeout(f.canRetry, time.Duration(b.est.batchTime.Load()), b.spec.Threshold, b.g.timeout,
+		latestDeadline(f.calls), f.dispatched)
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	var resps []*oip.InferenceResponse
 	var err error
 	if rb, ok := b.g.backend.(RawBackend); ok && n == 1 && f.calls[0].raw != nil {
@@ -394,10 +415,21 @@ func (b *batcher) send(f *flight) {
 	} else {
 		resps, err = b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	}
+	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
 	f.completed = time.Now()
 	if err == nil && len(resps) != n {
 		err = &BadGatewayError{Msg: fmt.Sprintf("%d answers for a batch of %d", len(resps), n)}
+	}
+	if hung {
+		// A hung or very slow instance: retried like an unreachable one, or answered 504.
+		err = fmt.Errorf("%w (instance %s, %v)", ErrBatchTimeout, f.inst.ID, limit)
+		if f.canRetry {
+			f.retry, f.failed, f.err = true, true, err
+			b.completions <- f
+			return
+		}
+		f.hung = true
 	}
 	if err != nil && f.canRetry && unreachable(err) && b.ctx.Err() == nil {
 		// Nothing was computed: the batcher sends the batch to another instance if it has one,
@@ -406,7 +438,7 @@ func (b *batcher) send(f *flight) {
 		b.completions <- f
 		return
 	}
-	if err != nil {
+	if err != nil && !hung {
 		err = backendError(err, n)
 	}
 	f.failed = err != nil
@@ -441,6 +473,12 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
 func (b *batcher) complete(f *flight) {
 	f.inst.outstanding--
+	if !f.failed {
+		b.est.observe(f.completed.Sub(f.dispatched))
+	}
+	if f.hung {
+		f.inst.downUntil = time.Now().Add(downFor) // its last attempt timed out: a hung instance
+	}
 	if f.inst.draining && f.inst.outstanding == 0 {
 		b.removeInstance(f.inst)
 	}

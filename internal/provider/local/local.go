@@ -41,6 +41,9 @@ type Config struct {
 	StopTimeout time.Duration
 	// RestartBackoff is the pause before restarting a crashed worker; default DefaultRestartBackoff.
 	RestartBackoff time.Duration
+	// StateDir is a directory where each running worker is recorded in a pidfile, so that a
+	// restarted provider kills the workers a crashed one left (Reap); "" records nothing.
+	StateDir string
 }
 
 // Defaults of Config.
@@ -115,6 +118,11 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StateDir != "" {
+		if _, err := Reap(cfg.StateDir, log); err != nil {
+			return nil, err
+		}
 	}
 	return &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}}, nil
 }
@@ -303,6 +311,15 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 	pr.mu.Lock()
 	pr.pid = cmd.Process.Pid
 	pr.mu.Unlock()
+	pidfile := pr.p.record(cmd.Process.Pid, cmd.Args)
+	defer func() {
+		pr.mu.Lock()
+		pr.pid = 0
+		pr.mu.Unlock()
+		if pidfile != "" {
+			os.Remove(pidfile)
+		}
+	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	addrc := make(chan string, 1)

@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// hangBackend is a fakeBackend whose hung addresses never answer (until the attempt's context
+// ends), like a SIGSTOPped worker.
+type hangBackend struct {
+	*fakeBackend
+	mu   sync.Mutex
+	hung map[string]bool
+	sent map[string]int
+}
+
+func (h *hangBackend) setHung(addr string, hung bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hung == nil {
+		h.hung = map[string]bool{}
+	}
+	h.hung[addr] = hung
+}
+
+func (h *hangBackend) Infer(ctx context.Context, addr, model string, reqs []*oip.InferenceRequest) ([]*oip.InferenceResponse, error) {
+	h.mu.Lock()
+	if h.sent == nil {
+		h.sent = map[string]int{}
+	}
+	h.sent[addr]++
+	hung := h.hung[addr]
+	h.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return nil, fmt.Errorf("infer: %w", ctx.Err())
+	}
+	return h.fakeBackend.Infer(ctx, addr, model, reqs)
+}
+
+func (h *hangBackend) count(addr string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sent[addr]
+}
+
+func newFaultGateway(t *testing.T, b Backend, pol *fixedPolicy, threshold time.Duration, instances int) *Gateway {
+	t.Helper()
+	g, err := New(Options{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: threshold, Target: 0.98}, Policy: pol, QueueLimit: 64}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range instances {
+		if err := g.AddInstance(context.Background(), "m", Instance{ID: fmt.Sprintf("i%d", i), Addr: fmt.Sprintf("a%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	now := time.Unix(1000, 0)
+	slo := 200 * time.Millisecond
+	for _, c := range []struct {
+		name      string
+		canRetry  bool
+		batchTime time.Duration
+		backend   time.Duration
+		latest    time.Time
+		want      time.Duration
+	}{
+		{"first attempt: slo/4 floor", true, 2 * time.Millisecond, 30 * time.Second, now.Add(slo), 50 * time.Millisecond},
+		{"first attempt: 4 batch times", true, 40 * time.Millisecond, 30 * time.Second, now.Add(slo), 160 * time.Millisecond},
+		{"first attempt, no estimate: last attempt's bound", true, 0, 30 * time.Second, now.Add(slo), 400 * time.Millisecond},
+		{"last attempt: deadline + slo", false, 2 * time.Millisecond, 30 * time.Second, now.Add(100 * time.Millisecond), 300 * time.Millisecond},
+		{"last attempt: backend timeout caps", false, 0, 250 * time.Millisecond, now.Add(slo), 250 * time.Millisecond},
+		{"deadline long past: one slo", false, 0, 30 * time.Second, now.Add(-time.Hour), slo},
+		{"first attempt capped by the last bound", true, time.Second, 30 * time.Second, now, slo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := attemptTimeout(c.canRetry, c.batchTime, slo, c.backend, c.latest, now); got != c.want {
+				t.Errorf("attemptTimeout (-want +got): -%v +%v", c.want, got)
+			}
+		})
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name     string
+		f        AdmissionFacts
+		deadline time.Duration
+		admit    bool
+		done     time.Duration
+	}{
+		{"no estimate yet", AdmissionFacts{Queued: 1000, MaxBatch: 1, Slots: 1}, time.Millisecond, true, 0},
+		{"no instance usable: wait for one", AdmissionFacts{Queued: 1000, MaxBatch: 1, BatchTime: time.Second}, time.Millisecond, true, 0},
+		{"one round fits", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, BatchTime: 10 * time.Millisecond}, 10 * time.Millisecond, true, 10 * time.Millisecond},
+		{"two rounds do not", AdmissionFacts{Queued: 9, MaxBatch: 8, Slots: 1, BatchTime: 10 * time.Millisecond}, 15 * time.Millisecond, false, 20 * time.Millisecond},
+		{"slots in parallel", AdmissionFacts{Queued: 16, MaxBatch: 8, Slots: 2, BatchTime: 10 * time.Millisecond}, 10 * time.Millisecond, true, 10 * time.Millisecond},
+		{"max batch 0 counts as 1", AdmissionFacts{Queued: 3, Slots: 1, BatchTime: 10 * time.Millisecond}, 25 * time.Millisecond, false, 30 * time.Millisecond},
+		{"batches in flight are work ahead", AdmissionFacts{Queued: 8, MaxBatch: 2, Slots: 1, Busy: 1, BatchTime: 10 * time.Millisecond}, 50 * time.Millisecond, true, 50 * time.Millisecond},
+		{"one more does not fit", AdmissionFacts{Queued: 9, MaxBatch: 2, Slots: 1, Busy: 1, BatchTime: 10 * time.Millisecond}, 50 * time.Millisecond, false, 60 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Admit(c.f, now.Add(c.deadline), now)
+			var done time.Duration
+			if !a.Done.IsZero() {
+				done = a.Done.Sub(now)
+			}
+			if a.Admit != c.admit || done != c.done {
+				t.Errorf("Admit (-want +got): -%v %v +%v %v (%s)", c.admit, c.done, a.Admit, done, a.Reason)
+			}
+			if !a.Admit && a.RetryAfter < time.Second {
+				t.Errorf("RetryAfter of a refusal = %v, want ≥ 1 s", a.RetryAfter)
+			}
+		})
+	}
+}
+
+// warm sends one batch so that the batcher has measured a batch time.
+func warm(t *testing.T, g *Gateway) {
+	t.Helper()
+	for _, a := range fire(g, 1, 0)() {
+		if a.Err != "" {
+			t.Fatalf("warm-up request: %s", a.Err)
+		}
+	}
+}
+
+// A batch sent to a hung instance is abandoned after its hang timeout (slo/4 here) and answered
+// by the other instance; the hung instance then takes no batch for downFor.
+func TestHungInstanceBatchRetriedElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
+		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 200*time.Millisecond, 2)
+		warm(t, g)
+		warm(t, g)
+		hb.setHung("a0", true)
+		hb.setHung("a1", true)
+		hb.setHung("a1", false)
+		before := hb.count("a0")
+		got := fire(g, 2, 0)()
+		for _, a := range got {
+			if a.Err != "" {
+				t.Errorf("request %s: %s, want an answer from the healthy instance", a.ID, a.Err)
+			}
+		}
+		if hb.count("a0") == before {
+			// The picker sent the batch to the healthy instance first: nothing was retried.
+			t.Logf("batch went to a1 directly: %+v", got)
+		} else if want := 50*time.Millisecond + 2*time.Millisecond; got[0].Latency != want {
+			t.Errorf("latency of a batch retried after a hang (-want +got): -%v +%v", want, got[0].Latency)
+		}
+		// Every batch within downFor goes to a1.
+		n0 := hb.count("a0")
+		for range 5 {
+			fire(g, 2, 0)()
+		}
+		if hb.count("a0") != n0 {
+			t.Errorf("batches sent to the hung instance while it rests: %d", hb.count("a0")-n0)
+		}
+		g.Close(context.Background())
+	})
+}
+
+// With no other instance, a hung instance's batch is answered 504 once its hang timeout passes:
+// one answer, never a client left waiting for the backend timeout.
+func TestHungOnlyInstanceAnswers504(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
+		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 100*time.Millisecond, 1)
+		warm(t, g)
+		hb.setHung("a0", true)
+		start := time.Now()
+		got := fire(g, 2, 0)()
+		for _, a := range got {
+			if !strings.Contains(a.Err, "did not answer the batch in time") {
+				t.Errorf("request %s: %q, want the batch timeout", a.ID, a.Err)
+			}
+		}
+		if el, want := time.Since(start), 25*time.Millisecond; el != want {
+			t.Errorf("time to answer (-want +got): -%v +%v", want, el)
+		}
+		var se *oip.StatusError
+		_, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("x", 1), Arrival: time.Now()})
+		if code := oip.StatusOf(err); code != http.StatusGatewayTimeout && code != http.StatusServiceUnavailable {
+			t.Errorf("status while the only instance hangs: %d (%v), want 504 or 503", code, err)
+		}
+		_ = se
+		g.Close(context.Background())
+	})
+}
+
+// The last attempt (a retried batch) on a hung instance ends at the deadline plus one SLO.
+func TestHungLastAttemptBoundedByDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
+		g := newFaultGateway(t, hb, &fixedPolicy{max: 1, wait: 0}, 100*time.Millisecond, 2)
+		hb.setHung("a0", true)
+		hb.setHung("a1", true)
+		start := time.Now()
+		got := fire(g, 1, 0)() // no batch time measured: one attempt, bounded by deadline + slo
+		if !strings.Contains(got[0].Err, "deadline") {
+			t.Errorf("answer: %q, want a deadline error (504)", got[0].Err)
+		}
+		if el, want := time.Since(start), 200*time.Millisecond; el != want {
+			t.Errorf("time to answer (-want +got): -%v +%v", want, el)
+		}
+		g.Close(context.Background())
+	})
+}
+
+// Admission by deadline: with one slot, batches of 2 and 10 ms per batch, a 50 ms SLO admits
+// the 10 requests that 5 rounds can serve and refuses the rest at once with 429 + Retry-After;
+// every admitted request meets its deadline.
+func TestAdmissionByDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
+		g := newFaultGateway(t, fb, &fixedPolicy{max: 2, wait: time.Millisecond}, 50*time.Millisecond, 1)
+		warm(t, g)
+		got := fire(g, 20, 0)()
+		ok, refused := 0, 0
+		for i, a := range got {
+			switch {
+			case a.Err == "":
+				ok++
+				if a.Latency > 50*time.Millisecond {
+					t.Errorf("admitted request %d answered after %v, past its 50 ms deadline", i, a.Latency)
+				}
+			case strings.Contains(a.Err, "cannot be served before the deadline"):
+				refused++
+				if a.Latency != 0 {
+					t.Errorf("refused request %d waited %v, want an answer at arrival", i, a.Latency)
+				}
+			default:
+				t.Errorf("request %d: %s", i, a.Err)
+			}
+		}
+		if ok != 10 || refused != 10 {
+			t.Errorf("admitted, refused (-want +got): -10 10 +%d %d", ok, refused)
+		}
+		g.Close(context.Background())
+	})
+	if code := oip.StatusOf(ErrCannotMeetDeadline); code != http.StatusTooManyRequests {
+		t.Errorf("status of ErrCannotMeetDeadline (-want +got): -429 +%d", code)
+	}
+	if ra, ok := oip.RetryAfter(oip.WithRetryAfter(ErrCannotMeetDeadline, time.Second)); !ok || ra != time.Second {
+		t.Errorf("Retry-After hint lost: %v %v", ra, ok)
+	}
+	if !errors.Is(ErrBatchTimeout, oip.ErrDeadline) {
+		t.Errorf("ErrBatchTimeout does not map to 504")
+	}
+}
