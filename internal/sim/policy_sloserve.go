@@ -77,9 +77,16 @@ type SloserveServerless struct {
 	TimeoutStep time.Duration `yaml:"timeout_step"`
 	TimeoutMax  time.Duration `yaml:"timeout_max"`
 	// PercentileMargin scales the SLO's miss budget for the optimiser: it aims at the
-	// 1 − margin·(1 − target) percentile (default 0.5: p99 for a 98 % target), leaving the rest
+	// 1 − margin·(1 − target) percentile (default 1: the target itself; 0.5 aims at p99 for a
+	// 98 % target), leaving the rest
 	// to what the analytic model leaves out (service noise, cold starts). In (0, 1].
 	PercentileMargin float64 `yaml:"percentile_margin"`
+	// LatencyGuard is the fraction of the SLO threshold the optimiser's percentile must meet
+	// (default 0.92): the analytic model's service is deterministic, real batches vary (BATCH
+	// §VI-B: CV up to 0.1; a CV of 0.05 puts one batch in 40 10 % above its mean). Measured on
+	// BATCH's setting (docs/scoreboard.md): 0.95 left 95.2 % attainment for a 95 % target,
+	// 0.92 98.4 %, 0.9 99.7 % at 3 % more cost. In (0, 1].
+	LatencyGuard float64 `yaml:"latency_guard"`
 	// Window and Period are the online re-fit's sliding window and period (default 1 h each).
 	Window time.Duration `yaml:"window"`
 	Period time.Duration `yaml:"period"`
@@ -101,8 +108,11 @@ const DefaultSloserveHysteresis = 0.1
 // 32 keeps one search under a second.
 const DefaultSloserveMaxBatch = 32
 
+// DefaultLatencyGuard is SloserveServerless.LatencyGuard's default.
+const DefaultLatencyGuard = 0.92
+
 // DefaultPercentileMargin is SloserveServerless.PercentileMargin's default.
-const DefaultPercentileMargin = 0.5
+const DefaultPercentileMargin = 1.0
 
 // Reasons of the sloserve scaler's own decisions (mark's are passed through).
 const (
@@ -119,7 +129,7 @@ func DefaultSloserveOptions(env Env) SloserveOptions {
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
 	return SloserveOptions{Mark: mo, Hysteresis: DefaultSloserveHysteresis, Tier: TierAuto, VMBatching: "mark",
-		Serverless: SloserveServerless{MaxBatch: DefaultSloserveMaxBatch, PercentileMargin: DefaultPercentileMargin, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
+		Serverless: SloserveServerless{MaxBatch: DefaultSloserveMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
 			Window: pc.Window, Period: pc.Period}}
 }
 
@@ -140,6 +150,8 @@ func (o SloserveOptions) Validate() error {
 		return fmt.Errorf("sloserve.serverless.timeout_step/timeout_max: need 0 < step ≤ max, got %v, %v", o.Serverless.TimeoutStep, o.Serverless.TimeoutMax)
 	case !(o.Serverless.PercentileMargin > 0 && o.Serverless.PercentileMargin <= 1):
 		return fmt.Errorf("sloserve.serverless.percentile_margin: must be in (0, 1], got %v", o.Serverless.PercentileMargin)
+	case !(o.Serverless.LatencyGuard > 0 && o.Serverless.LatencyGuard <= 1):
+		return fmt.Errorf("sloserve.serverless.latency_guard: must be in (0, 1], got %v", o.Serverless.LatencyGuard)
 	case o.Serverless.Window <= 0 || o.Serverless.Period <= 0:
 		return fmt.Errorf("sloserve.serverless.window/period: must be > 0, got %v, %v", o.Serverless.Window, o.Serverless.Period)
 	}
@@ -271,6 +283,7 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 	if pct >= 1 {
 		pct = 0.999
 	}
+	slo := time.Duration(float64(env.SLO.Threshold) * o.LatencyGuard)
 	pricing := analytic.Pricing{USDPerGBSecond: env.Catalog.Serverless.PricePerGBSecond,
 		USDPerInvocation: env.Catalog.Serverless.PricePerInvocation, Granularity: env.Catalog.Serverless.Granularity}
 	svcAt := func(mem int) (memoryService, error) {
@@ -289,7 +302,7 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 			return analytic.Plan{}, err
 		}
 		return analytic.Optimize(analytic.Problem{Arrivals: a, Service: svc, Percentile: pct, Objective: analytic.MinCost,
-			SLO: env.SLO.Threshold, Grid: analytic.Grid{MemoryMinMB: svc.memoryMB, MemoryMaxMB: svc.memoryMB, MemoryStepMB: 1,
+			SLO: slo, Grid: analytic.Grid{MemoryMinMB: svc.memoryMB, MemoryMaxMB: svc.memoryMB, MemoryStepMB: 1,
 				MaxBatch: svc.maxBatch, TimeoutStep: step, TimeoutMax: max(step, o.TimeoutMax/step*step)}, Pricing: pricing})
 	}
 	mean := env.Load.MeanRPS
@@ -339,7 +352,7 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 	pc.Window, pc.Period = o.Window, o.Period
 	pc.Grid = analytic.Grid{MemoryMinMB: best.memoryMB, MemoryMaxMB: best.memoryMB, MemoryStepMB: 1, MaxBatch: best.maxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
-	pc.SLO, pc.Percentile, pc.Pricing = env.SLO.Threshold, pct, pricing
+	pc.SLO, pc.Percentile, pc.Pricing = slo, pct, pricing
 	online, err := analytic.NewOnline(pc, best)
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
