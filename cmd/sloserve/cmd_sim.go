@@ -22,7 +22,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	tracePath := fs.String("trace", "", "arrival trace file (rate series or inter-arrivals; required)")
 	configPath := fs.String("config", "", "sim config YAML (model profiles, catalog, policy options; see examples/sim.yaml)")
-	policy := fs.String("policy", "all", "policy name, comma-separated names, or 'all' ("+strings.Join(sim.Names(), ", ")+")")
+	policy := fs.String("policy", "sloserve", "policy name, comma-separated names, or 'all' (default sloserve; "+strings.Join(sim.Names(), ", ")+")")
 	sloMS := fs.Float64("slo-ms", 0, "SLO latency threshold in ms (default 200, or the config's)")
 	sloTarget := fs.Float64("slo-target", 0, "fraction of requests that must meet the threshold (default 0.98, or the config's)")
 	seed := fs.Uint64("seed", 0, "random seed (default 1, or the config's)")
@@ -32,8 +32,16 @@ func runSim(ctx context.Context, args []string, e env) error {
 	asJSON := fs.Bool("json", false, "print the Summary as JSON (an array with several policies)")
 	seriesPath := fs.String("series", "", "write the time series of every policy to this CSV file")
 	plotDir := fs.String("plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
+	scoreboard := fs.Bool("scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
+	traceDirs := fs.String("traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *scoreboard {
+		if *tracePath != "" || *configPath != "" || *seriesPath != "" || *plotDir != "" || *rateScale != 0 || *maxRPS != 0 {
+			return usagef("sim: --scoreboard takes only --traces, --policy, --duration, --seed and --json")
+		}
+		return runScoreboard(ctx, e, *traceDirs, *policy, *duration, *seed, *asJSON)
 	}
 	if *tracePath == "" {
 		return usagef("sim: --trace is required")
@@ -250,4 +258,44 @@ func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
 			s.Extra["mean_vm_instances"], s.ColdStarts, s.MeanBatchSize)
 	}
 	return tw.Flush()
+}
+
+// runScoreboard is `sloserve sim --scoreboard` (docs/scoreboard.md).
+func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Duration, seed uint64, asJSON bool) error {
+	c := sim.ScoreboardConfig{Root: ".", Duration: d, Seed: seed}
+	if dirs == "" {
+		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
+	} else {
+		c.TraceDirs = strings.Split(dirs, ",")
+	}
+	if policy != "sloserve" && policy != "all" {
+		c.Policies = strings.Split(policy, ",")
+		for _, n := range c.Policies {
+			if !contains(sim.Names(), n) {
+				return usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
+			}
+		}
+	}
+	c.Progress = func(setting, tr, pol string) { fmt.Fprintf(e.stderr, "scoreboard: %s / %s / %s\n", setting, tr, pol) }
+	es, notes, err := sim.RunScoreboard(ctx, c)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(e.stderr, "scoreboard: skipped %s\n", n)
+	}
+	if asJSON {
+		if es == nil {
+			es = []sim.ScoreEntry{}
+		}
+		return slo.WriteJSON(e.stdout, es)
+	}
+	if err := sim.WriteScoreTable(e.stdout, es); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	for _, v := range sim.ScoreVerdict(es) {
+		fmt.Fprintln(e.stdout, "- "+v)
+	}
+	return nil
 }
