@@ -90,7 +90,11 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if arrival.IsZero() {
 		arrival = time.Now()
 	}
-	return b.submit(ctx, c.Request, rawBody(ctx), arrival, timeout)
+	st := g.liveStats(c.Model)
+	st.arrivals.Add(1)
+	resp, err := b.submit(ctx, c.Request, rawBody(ctx), arrival, timeout)
+	st.record(arrival, time.Now(), b.spec.Threshold, err)
+	return resp, err
 }
 
 // HandlerOptions configure the gateway's HTTP handler.

@@ -63,6 +63,10 @@ type Instance struct {
 	Addr string
 	// Slots is the number of batches the instance takes at once; 0 means 1.
 	Slots int
+	// MaxBatch is the instance's own largest batch (INFless non-uniform batching, MArk's
+	// per-type N_batch): the batcher never sends it more requests at once; 0 means no bound
+	// beyond the model's policy.
+	MaxBatch int
 }
 
 // Gateway routes inference requests to per-model batchers. It is safe for concurrent use.
@@ -76,6 +80,7 @@ type Gateway struct {
 	mu       sync.Mutex // serialises AddModel and Close
 	batchers atomic.Pointer[map[string]*batcher]
 	closed   atomic.Bool
+	stats    statsTable // per-model request counters (stats.go)
 }
 
 // New returns a Gateway with no models.

@@ -19,15 +19,15 @@ type InstanceLister interface {
 // waiting requests go to the other instances. Instances of models the gateway does not serve
 // are ignored. Sync does not wait for drains to finish.
 func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
-	want := map[string]map[string]string{} // model -> id -> addr
+	want := map[string]map[string]provider.Instance{} // model -> id -> instance
 	for _, in := range insts {
 		if in.State != provider.StateReady || in.Addr == "" {
 			continue
 		}
 		if want[in.Spec.Model] == nil {
-			want[in.Spec.Model] = map[string]string{}
+			want[in.Spec.Model] = map[string]provider.Instance{}
 		}
-		want[in.Spec.Model][in.ID] = in.Addr
+		want[in.Spec.Model][in.ID] = in
 	}
 	var errs []error
 	for _, model := range g.ModelNames() {
@@ -41,14 +41,14 @@ func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
 		}
 		w := want[model]
 		for _, in := range have {
-			if addr, ok := w[in.ID]; ok && addr == in.Addr {
+			if pi, ok := w[in.ID]; ok && pi.Addr == in.Addr {
 				delete(w, in.ID)
 				continue
 			}
 			b.control(func(time.Time) { b.drainInstance(in.ID) })
 		}
-		for id, addr := range w {
-			if err := g.AddInstance(ctx, model, Instance{ID: id, Addr: addr}); err != nil {
+		for id, pi := range w {
+			if err := g.AddInstance(ctx, model, Instance{ID: id, Addr: pi.Addr, MaxBatch: pi.Spec.MaxBatch}); err != nil {
 				errs = append(errs, err)
 			}
 		}
