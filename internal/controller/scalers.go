@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/admission"
+	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/autoscale/mark"
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/planner"
+	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/slomon"
+)
+
+// LocalCurve is the service-time curve of one instance that sustains rps requests/s with slots
+// batches at once when batching gains nothing: T_b = b · slots / rps up to maxBatch (64 when
+// ≤ 0). A configured rate is all the controller knows, so it assumes no batching speed-up; MArk's
+// rule (§4.3) then picks the largest batch that fits the budget, and μ* = rps.
+func LocalCurve(rps float64, slots, maxBatch int) (profile.Curve, error) {
+	if !(rps > 0) {
+		return profile.Curve{}, fmt.Errorf("local curve: rps must be > 0, got %v", rps)
+	}
+	if maxBatch <= 0 {
+		maxBatch = 64
+	}
+	t1 := time.Duration(float64(max(slots, 1)) / rps * float64(time.Second))
+	pts := []profile.Point{{Batch: 1, Time: t1}}
+	if maxBatch > 1 {
+		pts = append(pts, profile.Point{Batch: maxBatch, Time: time.Duration(maxBatch) * t1})
+	}
+	return profile.NewCurve(pts)
+}
+
+// NewModel returns the controller's entry for a configured model whose instances serve curve
+// (per batch, each with m.Slots slots): the scaler named by cfg.Policy, built from the same
+// packages the simulator uses, with cfg's bounds and m's instance type and price.
+func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model, error) {
+	it := m.InstanceType
+	spec := provider.Spec{Model: m.Name, Type: it.Name, Tier: provider.TierVM, MaxBatch: it.MaxBatch}
+	out := Model{Name: m.Name, Type: it.Name, PricePerHour: it.PricePerHour, Min: cfg.MinInstances, Max: cfg.MaxInstances}
+	slots := max(m.Slots, 1)
+	// μ* without batching gains: the rate of full batches of the configured size, per instance.
+	rate := 0.0
+	if t := curve.ServiceTime(1); t > 0 {
+		rate = float64(slots) / t.Seconds()
+	}
+	switch cfg.Policy {
+	case config.ControllerNone:
+		out.Scaler = &autoscale.Static{Spec: spec, Count: m.Instances}
+		out.Min, out.Max = 0, 0
+	case config.ControllerTargetTracking:
+		// SageMaker's target: half an instance's capacity (MArk §5.1, 2× over-provisioning), as
+		// invocations per instance per metric period.
+		tc := autoscale.DefaultTargetTrackingConfig(spec, rate*cfg.Unit.Seconds()/autoscale.DefaultOverProvisioning)
+		tc.Period, tc.ScaleOutCooldown, tc.ScaleInCooldown = cfg.Unit, cfg.Unit, cfg.CoolDown
+		tc.Min, tc.Max = max(cfg.MinInstances, 1), cfg.MaxInstances
+		s, err := autoscale.NewTargetTracking(tc)
+		if err != nil {
+			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
+		}
+		out.Scaler = s
+	case config.ControllerKnative:
+		// Concurrency target: what one instance holds at half its capacity within the SLO (rate ×
+		// threshold / 2), since behind the batching gateway a worker serves many requests at once.
+		kc := autoscale.DefaultKPAConfig(spec)
+		kc.Target = max(1, rate*m.SLO.Spec().Threshold.Seconds()/2)
+		kc.Tick, kc.Min, kc.Max = cfg.SampleInterval, max(cfg.MinInstances, 1), cfg.MaxInstances
+		s, err := autoscale.NewKPA(kc)
+		if err != nil {
+			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
+		}
+		out.Scaler = s
+	case config.ControllerMark:
+		s, err := NewMark(cfg, m, curve)
+		if err != nil {
+			return Model{}, err
+		}
+		out.Scaler = s
+		out.Forecast = func() (float64, time.Duration, bool) {
+			r := s.Forecast()
+			if len(r) == 0 {
+				return 0, 0, false
+			}
+			return r[0], s.Unit(), true
+		}
+	default:
+		return Model{}, fmt.Errorf("controller.policy: unknown %q", cfg.Policy)
+	}
+	return out, nil
+}
+
+// NewMark returns MArk's scaler (internal/autoscale/mark, the simulator's mark policy's scaler)
+// for one model served by instances of m.InstanceType with the given curve: a one-type catalog
+// at the type's price and launch delay, batching tuned by §4.3 within cfg.BatchBudget of the SLO
+// threshold, the arrival monitor and planner on cfg's clock, and the SLO monitor over the last
+// cfg.SLOWindow requests.
+func NewMark(cfg config.Controller, m config.Model, curve profile.Curve) (*mark.Scaler, error) {
+	it := m.InstanceType
+	cat := cost.Catalog{Types: []cost.InstanceType{{Name: it.Name, Kind: cost.KindVM, VCPU: 1,
+		PricePerHour: it.PricePerHour, LaunchDelay: cost.Delay{Median: it.LaunchDelay}}}}
+	pm := profile.Model{Name: m.Name, VM: map[string]profile.Backend{it.Name: {Curve: curve, Slots: max(m.Slots, 1)}}}
+	sl := m.SLO.Spec()
+	cand, err := mark.Tune(&cat, pm, []string{it.Name}, time.Duration(float64(sl.Threshold)*cfg.BatchBudget), false)
+	if err != nil {
+		return nil, fmt.Errorf("controller %s: %w", m.Name, err)
+	}
+	if it.MaxBatch > 0 {
+		for i := range cand.Types {
+			cand.Types[i].MaxBatch = min(max(cand.Types[i].MaxBatch, 1), it.MaxBatch)
+		}
+	}
+	mc := forecast.MonitorConfig{SampleInterval: cfg.SampleInterval, Unit: cfg.Unit, Window: cfg.Window,
+		MaxHistory: max(cfg.Window, forecast.DefaultMaxHistory)}
+	fo := forecast.DefaultOptions()
+	fo.Horizon = cfg.Window
+	fc, err := forecast.New(cfg.Forecaster, fo)
+	if err != nil {
+		return nil, fmt.Errorf("controller.forecaster: %w", err)
+	}
+	pc := planner.MarkConfig{Lookahead: cfg.Lookahead, Headroom: cfg.Headroom, CoolDown: cfg.CoolDown, MaxInstances: cfg.MaxInstances}
+	// The SLO monitor's quiet period after a reactive launch: two planning units, time for the
+	// launched worker to be ready and show its effect.
+	sc := slomon.Config{Window: cfg.SLOWindow, Target: sl.Target, Launch: slomon.DefaultLaunch, Type: it.Name, CoolDown: 2 * cfg.Unit}
+	s, err := mark.New(mark.Config{Model: m.Name, Candidates: cand, Planner: pc, Monitor: mc, Forecaster: fc,
+		TrainStepsPerUnit: 20, SLOMonitor: sc, Spot: planner.DefaultSpotConfig(), Bouncer: admission.DefaultConfig()})
+	if err != nil {
+		return nil, fmt.Errorf("controller %s: %w", m.Name, err)
+	}
+	return s, nil
+}
