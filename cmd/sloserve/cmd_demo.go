@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
@@ -41,6 +42,8 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	slots := fs.Int("slots", 2, "batches one worker takes at once (2: one per core of a 2-core machine)")
 	sloMS := fs.Float64("slo-ms", 200, "latency SLO threshold in `ms` (target 0.98)")
 	verbose := fs.Bool("v", false, "log lifecycle events to stderr")
+	chaosOn := fs.Bool("chaos", false, "inject faults during the load: kill -9, hang (SIGSTOP) or slow down a random worker (default 3 instances)")
+	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "time between two faults with --chaos")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(e.stdout)
@@ -62,6 +65,11 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		return usagef("demo: --slots must be in [1, 64], got %d", *slots)
 	case !(*sloMS > 0):
 		return usagef("demo: --slo-ms must be > 0, got %v", *sloMS)
+	case *chaosEvery < 100*time.Millisecond:
+		return usagef("demo: --chaos-every must be ≥ 100ms, got %v", *chaosEvery)
+	}
+	if *chaosOn && !flagSet(fs, "instances") {
+		*instances = 3 // a fault then leaves two of three workers serving
 	}
 	payloads, err := samplePayloads(*model)
 	if err != nil {
@@ -109,6 +117,23 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "load: %v Poisson at %.0f rps, then %v MMPP(2) switching between %.0f and %.0f rps ...\n",
 			poisson.Round(time.Second), *rps, (*dur - poisson).Round(time.Second), 0.5**rps, 2.5**rps)
 	}
+	var monkey *chaos.Monkey
+	chaosDone := make(chan struct{})
+	if *chaosOn {
+		cc := chaos.DefaultConfig()
+		cc.Every = *chaosEvery
+		if monkey, err = chaos.New(st.Provider, cc, log); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		cctx, stopChaos := context.WithCancel(ctx)
+		defer func() { stopChaos(); <-chaosDone }()
+		go func() { defer close(chaosDone); monkey.Run(cctx) }()
+		if !*asJSON {
+			fmt.Fprintf(e.stdout, "chaos: a random worker is killed, hung or slowed every %v\n", *chaosEvery)
+		}
+	} else {
+		close(chaosDone)
+	}
 	res, err := load.Run(ctx, load.Config{
 		Target: st.URL, Model: *model, SLO: spec, Payloads: payloads, Duration: *dur, MaxRequests: 1 << 22,
 		Arrivals: load.Phases(
@@ -138,6 +163,13 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		"rejected_429":           float64(res.Codes[429]),
 		"timed_out_504":          float64(res.Codes[504]),
 		"backend_failed_502_503": float64(res.Codes[502] + res.Codes[503]),
+		"no_answer":              float64(res.Codes[0]),
+	}
+	if monkey != nil {
+		c := monkey.Counts()
+		s.Extra["chaos_kills"] = float64(c[chaos.Kill])
+		s.Extra["chaos_hangs"] = float64(c[chaos.Hang])
+		s.Extra["chaos_slows"] = float64(c[chaos.Slow])
 	}
 	if *asJSON {
 		return slo.WriteJSON(e.stdout, s)
@@ -160,8 +192,19 @@ func printSummary(w io.Writer, s slo.Summary) {
 	if s.Accuracy != nil {
 		fmt.Fprintf(tw, "accuracy\t%.3f\n", *s.Accuracy)
 	}
+	if _, ok := s.Extra["chaos_kills"]; ok {
+		fmt.Fprintf(tw, "chaos\t%.0f kills, %.0f hangs, %.0f slow periods; %.0f requests without an answer\n",
+			s.Extra["chaos_kills"], s.Extra["chaos_hangs"], s.Extra["chaos_slows"], s.Extra["no_answer"])
+	}
 	if v, ok := s.Extra["work_us_per_request"]; ok {
 		fmt.Fprintf(tw, "worker work per request\t%.1f µs (worker busy %.2f s in all)\n", v, s.Extra["worker_busy_s"])
 	}
 	tw.Flush()
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
