@@ -313,10 +313,22 @@ func ScoreVerdict(es []ScoreEntry) []string {
 		case !me.MetSLO:
 			out = append(out, fmt.Sprintf("%s / %s: sloserve MISSED the SLO (%.2f %% < %.0f %%); cheapest meeting it: %s", k.s, k.t,
 				100*me.SLOAttainment, 100*me.SLO.Target, strings.Join(win, ", ")))
+		case me.Cheapest && len(win) > 1:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does, tied with %s", k.s, k.t, strings.Join(others(win, "sloserve"), ", ")))
 		case me.Cheapest:
-			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does (tied with: %s)", k.s, k.t, strings.Join(win, ", ")))
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does", k.s, k.t))
 		default:
 			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO but %s is cheaper", k.s, k.t, strings.Join(win, ", ")))
+		}
+	}
+	return out
+}
+
+func others(xs []string, x string) []string {
+	var out []string
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
 		}
 	}
 	return out
