@@ -14,6 +14,8 @@ import (
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/dashboard"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -30,6 +32,8 @@ type StackOptions struct {
 	Policies batching.Registry
 	// Env is added to the workers' environment.
 	Env []string
+	// DashboardToken, when not empty, is the bearer token /ui/data requires.
+	DashboardToken string
 }
 
 // Stack is a running gateway with its fleet of local workers and its HTTP server: what
@@ -45,6 +49,10 @@ type Stack struct {
 	GRPCAddr string
 	// Registry holds the gateway's metrics.
 	Registry *prometheus.Registry
+	// Controller sizes each model's fleet (cfg.Controller.Policy) and accounts its cost.
+	Controller *controller.Controller
+	// Dashboard is the page served at /ui.
+	Dashboard *dashboard.Dashboard
 
 	server *http.Server
 	grpc   *grpc.Server
@@ -122,9 +130,17 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err := g.Sync(ctx, insts); err != nil {
 		return fail(fmt.Errorf("start workers: %w", err))
 	}
+	ctl, err := newController(ctx, cfg, g, prov, insts, log)
+	if err != nil {
+		return fail(err)
+	}
+	s.Controller = ctl
 	h, err := g.Handler(HandlerOptions{Gatherer: reg, OIP: oip.HandlerOptions{
 		Limits: oipLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}})
 	if err != nil {
+		return fail(err)
+	}
+	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, opts.DashboardToken, log); err != nil {
 		return fail(err)
 	}
 	ln, err := net.Listen("tcp", cfg.Gateway.Addr)
@@ -158,7 +174,16 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	}()
 	go func() {
 		defer s.wg.Done()
-		g.Watch(wctx, prov, gc.SyncInterval)
+		g.Watch(wctx, ctl, gc.SyncInterval) // the controller's view: instances it drains stay out
+	}()
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		ctl.Run(wctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.Dashboard.Run(wctx)
 	}()
 	if s.grpc != nil {
 		s.wg.Add(1)

@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/config"
+)
+
+// TestStartControllerAndMounts starts the stack with controller mark and no configured rate:
+// the model is profiled on its first worker, the controller keeps at least min_instances, and
+// the dashboard (/ui/data), the V1 REST and SageMaker adapters are served next to OIP v2.
+func TestStartControllerAndMounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	cfg := config.Default()
+	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Gateway.SyncInterval = 20 * time.Millisecond
+	cfg.Workers.Binary = os.Args[0]
+	cfg.Workers.HealthInterval = 50 * time.Millisecond
+	cfg.Controller.Policy = config.ControllerMark
+	cfg.Controller.SampleInterval = 100 * time.Millisecond
+	cfg.Controller.Unit = 500 * time.Millisecond
+	cfg.Controller.MinInstances = 2
+	m := config.DefaultModel("m")
+	cfg.Models = []config.Model{m}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	// min_instances 2: the controller launches the second worker; the gateway takes it once ready.
+	for {
+		ids, _ := st.Gateway.Instances("m")
+		if len(ids) >= 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("instances (-want +got): -2 +%d", len(ids))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(st.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := post("/v1/models/m:predict", `{"instances": [[1, 2], [3, 4]]}`); code != 200 || !strings.Contains(b, "predictions") {
+		t.Errorf("V1 predict = %d %s", code, b)
+	}
+	if code, b := post("/invocations", `{"instances": [[1, 2]]}`); code != 200 || !strings.Contains(b, "predictions") {
+		t.Errorf("SageMaker invocations = %d %s", code, b)
+	}
+	if code, b := post("/v2/models/m/infer", string(body("x", 1, ""))); code != 200 {
+		t.Errorf("OIP infer = %d %s", code, b)
+	}
+	c, _ := st.Gateway.Counters("m")
+	if c.Arrivals < 3 || c.Completed < 3 {
+		t.Errorf("counters = %+v, want ≥ 3 arrivals and completions", c)
+	}
+	// The dashboard samples every 100 ms; wait for a sample with instances and cost.
+	for {
+		st.Dashboard.Step(ctx, time.Now())
+		resp, err := http.Get(st.URL + "/ui/data")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Models []struct {
+				Name      string `json:"name"`
+				Instances []struct {
+					Type, State string
+				} `json:"instances"`
+				Cost struct {
+					Total []any `json:"total"`
+				} `json:"cost_usd"`
+			} `json:"models"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&d); err != nil {
+			t.Fatalf("/ui/data: %v: %s", err, b)
+		}
+		if len(d.Models) == 1 && len(d.Models[0].Instances) > 0 && d.Models[0].Instances[0].Type == "local" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("/ui/data never showed local instances: %s", b)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	v, _ := st.Controller.View("m")
+	if !v.HasForecast || v.CostUSD <= 0 {
+		t.Errorf("controller view = %+v, want a forecast and a cost", v)
+	}
+}
