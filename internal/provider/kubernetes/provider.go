@@ -108,7 +108,7 @@ func (p *Provider) poke() {
 }
 
 // Start starts the informers, waits until their caches are synced (or ctx is done), and runs
-// the interruption loop in the background until Close or ctx is done.
+// the interruption loop in the background until Close. ctx bounds only the wait.
 func (p *Provider) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

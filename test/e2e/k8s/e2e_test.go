@@ -367,9 +367,19 @@ func TestProviderOnControlPlane(t *testing.T) {
 		restore := `{"spec":{"taints":[{"key":"sloserve.io/spot","value":"true","effect":"NoSchedule"}]}}`
 		_, _ = admin.CoreV1().Nodes().Patch(context.Background(), victim, types.MergePatchType, []byte(restore), metav1.PatchOptions{})
 	}()
+	// The notice: every instance on the node is annotated interrupted (or already gone, when
+	// its replacement was quicker than this poll).
 	noticed := waitFor(t, "interruption notice", 30*time.Second, func() (bool, error) {
-		st, err := byState(ctx, p)
-		return err == nil && len(st[provider.StateInterrupted]) == len(moved), err
+		marked := map[string]bool{}
+		for _, pod := range mustPods(t, ctx, admin, ns).Items {
+			marked[pod.Name] = pod.Annotations[kubernetes.AnnotationInterrupted] != ""
+		}
+		for _, id := range moved {
+			if m, ok := marked[id]; ok && !m {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	moveDone := waitFor(t, "interrupted instances replaced", readyWithin, func() (bool, error) {
 		pods := mustPods(t, ctx, admin, ns)
@@ -401,6 +411,11 @@ func TestProviderOnControlPlane(t *testing.T) {
 		}
 		return true, nil
 	})
+	for _, id := range moved {
+		if got, want := tl.kinds(id), []discovery.Kind{discovery.Add, discovery.Drain, discovery.Remove}; !slices.Equal(got, want) {
+			t.Errorf("events of interrupted %s = %v, want %v", id, got, want)
+		}
+	}
 
 	// No request lost, at the level of endpoints: every Remove follows a Drain of the same
 	// instance; an interrupted instance is removed only after its replacement was added; the
