@@ -24,6 +24,8 @@ type Config struct {
 	Workers Workers `yaml:"workers"`
 	// Models lists the served models; at least one.
 	Models []Model `yaml:"models"`
+	// Ensembles lists Cocktail ensembles over the models, each addressed like a model.
+	Ensembles []Ensemble `yaml:"ensembles"`
 	// Controller sizes each model's fleet.
 	Controller Controller `yaml:"controller"`
 }
@@ -237,7 +239,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.%w", p, err)
 		}
 	}
-	return nil
+	return validateEnsembles(c.Models, c.Ensembles)
 }
 
 // Decode reads a YAML configuration strictly (unknown fields are errors) over Default(); each
@@ -258,6 +260,7 @@ func Decode(r io.Reader) (Config, error) {
 		Gateway    *Gateway    `yaml:"gateway"`
 		Workers    *Workers    `yaml:"workers"`
 		Models     []yaml.Node `yaml:"models"`
+		Ensembles  []yaml.Node `yaml:"ensembles"`
 		Controller *Controller `yaml:"controller"`
 	}{Gateway: &c.Gateway, Workers: &c.Workers, Controller: &c.Controller}
 	if err := strictDecode(data, &raw); err != nil {
@@ -274,6 +277,9 @@ func Decode(r io.Reader) (Config, error) {
 			return Config{}, fmt.Errorf("parse config: models[%d]: %w", i, err)
 		}
 		c.Models = append(c.Models, m)
+	}
+	if c.Ensembles, err = decodeEnsembles(raw.Ensembles); err != nil {
+		return Config{}, err
 	}
 	for i := range c.Models {
 		m := &c.Models[i]

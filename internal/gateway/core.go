@@ -45,12 +45,15 @@ func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error
 		}
 		out = append(out, oip.RepositoryIndexEntry{Name: n, State: state})
 	}
-	return out, nil
+	return append(out, g.ensembleIndex(ctx)...), nil
 }
 
 // ModelMetadata implements oip.Core: the metadata configured for the model or learnt from its
 // first instance.
 func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
+	if e, ok := g.ens.get(model); ok {
+		return e.metadata()
+	}
 	b, err := g.batcher(model)
 	if err != nil {
 		return nil, err
@@ -64,6 +67,9 @@ func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oi
 
 // ModelReady implements oip.Core.
 func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, error) {
+	if e, ok := g.ens.get(model); ok {
+		return e.isReady(ctx), nil
+	}
 	ids, err := g.Instances(model)
 	if err != nil {
 		return false, err
@@ -75,6 +81,9 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 // for the answer. The deadline is the handler's arrival time plus the request's own bound
 // (parameters "timeout" in µs or "latency_ms"), or else the model's SLO threshold.
 func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
+	if e, ok := g.ens.get(c.Model); ok {
+		return e.infer(ctx, c) // fans out to the members through this same method
+	}
 	b, err := g.batcher(c.Model)
 	if err != nil {
 		return nil, err
@@ -104,6 +113,9 @@ type HandlerOptions struct {
 	OIP oip.HandlerOptions
 	// Gatherer serves /metrics; nil serves no /metrics route.
 	Gatherer prometheus.Gatherer
+	// AdminToken, when not empty, is the bearer token that admin endpoints require (ensemble
+	// label feedback: POST /v2/models/{ensemble}/feedback).
+	AdminToken string
 }
 
 // Handler returns the gateway's HTTP handler: the shared OIP v2 REST handler over the gateway
@@ -119,7 +131,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	if lim == (oip.Limits{}) {
 		lim = oip.DefaultLimits()
 	}
-	h := keepRawBody(oh, lim.MaxBodyBytes)
+	h := g.ensembleRoutes(keepRawBody(oh, lim.MaxBodyBytes), opts.AdminToken)
 	if opts.Gatherer == nil {
 		return h, nil
 	}

@@ -76,6 +76,7 @@ type Gateway struct {
 	pick    string
 	timeout time.Duration
 	metrics *metrics
+	ens     ensembleSet // live Cocktail ensembles (ensemble.go)
 
 	mu       sync.Mutex // serialises AddModel and Close
 	batchers atomic.Pointer[map[string]*batcher]

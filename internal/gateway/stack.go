@@ -118,6 +118,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			ids = append(ids, in.ID)
 		}
 	}
+	if err := addEnsembles(g, cfg); err != nil {
+		return fail(err)
+	}
 	for _, id := range ids {
 		wctx, cancel := context.WithTimeout(ctx, w.StartTimeout)
 		_, err := prov.WaitReady(wctx, id)
