@@ -283,7 +283,9 @@ func TestAddEnsembleErrors(t *testing.T) {
 	}{
 		{"model name", func(e *Ensemble) { e.Name = "a" }, "a model has that name"},
 		{"already served", func(e *Ensemble) { e.Name = "e" }, "already served"},
-		{"unknown member", func(e *Ensemble) { e.Members = []ensemble.Model{{Name: "zz", Latency: 1, Accuracy: 0.5, PackingFactor: 1}} }, "model not found"},
+		{"unknown member", func(e *Ensemble) {
+			e.Members = []ensemble.Model{{Name: "zz", Latency: 1, Accuracy: 0.5, PackingFactor: 1}}
+		}, "model not found"},
 		{"duplicate member", func(e *Ensemble) { e.Members = []ensemble.Model{m, m} }, "appears twice"},
 		{"selection", func(e *Ensemble) { e.Selection = "best" }, "selection must be"},
 		{"voting", func(e *Ensemble) { e.Voting = "loud" }, "voting must be"},
