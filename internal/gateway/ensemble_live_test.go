@@ -420,3 +420,62 @@ func TestEnsembleLiveBundled(t *testing.T) {
 		five, base.accuracy(), victim, len(order)/5, chaos.accuracy(), chaos.ok, chaos.answers, cs.MemberErrors, cs.MeanMembers(), chaos.maxLatency)
 	t.Logf("importance weights (dynamic): %v", ds.Importance)
 }
+
+// TestServeEnsembleExample starts examples/serve-ensemble.yaml as `sloserve serve` does (real
+// worker processes for the seven bundled models) and asks both ensembles to classify one image
+// of the sample, then gives the label back.
+func TestServeEnsembleExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts seven worker processes")
+	}
+	cfg, err := config.Load("../../examples/serve-ensemble.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Workers.Binary = os.Args[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_BUNDLED_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(ctx)
+	if d := diff([]string{"fashion", "fashion-fast"}, st.Gateway.EnsembleNames()); d != "" {
+		t.Fatalf("ensembles (-want +got):\n%s", d)
+	}
+	set, err := bundled.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := set.Floats(nil, 0, 1)
+	for _, tt := range []struct {
+		ens   string
+		votes float64
+	}{{"fashion", 7}, {"fashion-fast", 4}} {
+		data, _ := json.Marshal(img)
+		body := fmt.Sprintf(`{"id":"img0","parameters":{"latency_ms":5000,"accuracy":0.88},"inputs":[{"name":"input","datatype":"FP32","shape":[1,784],"data":%s}]}`, data)
+		resp, err := http.Post(st.URL+"/v2/models/"+tt.ens+"/infer", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ans struct {
+			Parameters map[string]any `json:"parameters"`
+		}
+		json.NewDecoder(resp.Body).Decode(&ans)
+		resp.Body.Close()
+		got := []any{resp.StatusCode, ans.Parameters[ParamEnsembleClasses], ans.Parameters[ParamEnsembleVotes]}
+		if d := diff([]any{200, strconv.Itoa(int(set.Labels[0])), tt.votes}, got); d != "" {
+			t.Errorf("%s: status, class, votes (-want +got):\n%s", tt.ens, d)
+		}
+		fb, err := http.Post(st.URL+"/v2/models/"+tt.ens+"/feedback", "application/json", strings.NewReader(fmt.Sprintf(`{"id":"img0","label":%d}`, set.Labels[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fbb, _ := io.ReadAll(fb.Body)
+		fb.Body.Close()
+		if !bytes.Contains(fbb, []byte(`"learned":1`)) {
+			t.Errorf("%s feedback: %d %s", tt.ens, fb.StatusCode, fbb)
+		}
+	}
+}
