@@ -31,7 +31,8 @@ import (
 //     the cheaper tier takes the base load. MArk §3 finds serverless 2–4× dearer than VMs for
 //     sustained load, but that is without batching: with BATCH's buffer a large-batch model on
 //     Lambda can be far cheaper than any VM (MArk's own Inception setting: 20×), and a model with
-//     a slow single request cannot use serverless at all. Switching has a hysteresis (10 %).
+//     a slow single request cannot use serverless at all. Switching has a hysteresis (25 %) and a
+//     15-minute dwell.
 //   - Deadline-aware batching on every queue: MArk §4.3's per-type (N_batch, W_batch) with the
 //     fixed policy's deadline guard on the VM queue (or MLProxy's AIMD, option vm_batching), and a
 //     deadline guard on BATCH's buffer (dispatch no later than deadline − S(k)).
@@ -55,8 +56,12 @@ type SloserveOptions struct {
 	// Serverless configures the serverless tier.
 	Serverless SloserveServerless `yaml:"serverless"`
 	// Hysteresis is how much cheaper (a fraction, in [0, 1)) the other tier must be before the
-	// base load moves to it (default 0.1).
+	// base load moves to it (default 0.25).
 	Hysteresis float64 `yaml:"hysteresis"`
+	// TierDwell is the least time between two tier switches (default 15 min): a switch to VMs
+	// pays ~100 s of launching instances and a 60 s billing minimum, a switch to serverless cold
+	// starts; near the break-even rate the tiers would otherwise flap.
+	TierDwell time.Duration `yaml:"tier_dwell"`
 	// Tier forces the base-load tier: "auto" (default: the cheaper), "vm" or "serverless".
 	Tier string `yaml:"tier"`
 	// VMBatching is the VM queue's batching: "mark" (default: MArk §4.3 per-type N_batch and
@@ -100,7 +105,10 @@ const (
 )
 
 // DefaultSloserveHysteresis is the tier switch's hysteresis.
-const DefaultSloserveHysteresis = 0.1
+const DefaultSloserveHysteresis = 0.25
+
+// DefaultTierDwell is SloserveOptions.TierDwell's default.
+const DefaultTierDwell = 15 * time.Minute
 
 // DefaultSloserveMaxBatch is sloserve's B_max for the serverless buffer (within the profile):
 // larger than BATCH's 20 because a model whose batch time barely grows (Inception on Lambda:
@@ -128,7 +136,7 @@ func DefaultSloserveOptions(env Env) SloserveOptions {
 		Lookahead: planner.DefaultLookahead, CoolDown: 2 * time.Minute, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB}
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
-	return SloserveOptions{Mark: mo, Hysteresis: DefaultSloserveHysteresis, Tier: TierAuto, VMBatching: "mark",
+	return SloserveOptions{Mark: mo, Hysteresis: DefaultSloserveHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
 		Serverless: SloserveServerless{MaxBatch: DefaultSloserveMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
 			Window: pc.Window, Period: pc.Period}}
 }
@@ -138,6 +146,8 @@ func (o SloserveOptions) Validate() error {
 	switch {
 	case !(o.Hysteresis >= 0 && o.Hysteresis < 1):
 		return fmt.Errorf("sloserve.hysteresis: must be in [0, 1), got %v", o.Hysteresis)
+	case o.TierDwell < 0:
+		return fmt.Errorf("sloserve.tier_dwell: must be ≥ 0, got %v", o.TierDwell)
 	case o.Tier != TierAuto && o.Tier != TierVM && o.Tier != TierServerless:
 		return fmt.Errorf("sloserve.tier: must be auto, vm or serverless, got %q", o.Tier)
 	case o.VMBatching != "mark" && o.VMBatching != "mlproxy":
@@ -167,6 +177,8 @@ type sloservePolicy struct {
 	hysteresis float64
 	headroom   float64
 	nextTier   time.Time
+	dwellUntil time.Time // no tier switch before this (the last switch + TierDwell)
+	dwell      time.Duration
 	lookahead  int // planner look-ahead in forecast units
 	slRates    []float64
 	slCost     []float64 // serverless $ per request at slRates (ascending rates); +Inf infeasible
@@ -185,7 +197,8 @@ func newSloserve(env Env) (Policy, error) {
 	if err := o.Validate(); err != nil {
 		return Policy{}, err
 	}
-	s := &sloservePolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom}
+	s := &sloservePolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom,
+		dwell: o.TierDwell}
 	if o.Tier == TierServerless && !s.hasSL {
 		return Policy{}, fmt.Errorf("sloserve.tier: serverless, but model %s has no serverless profile", env.Model.Name)
 	}
@@ -357,7 +370,8 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
-	return &Serverless{MemoryMB: best.memoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.curve}}, nil
+	return &Serverless{MemoryMB: best.memoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.curve,
+		slack: env.SLO.Threshold - slo}}, nil
 }
 
 // servingBatchLimit is the largest batch a serverless profile is trusted for: a polynomial's
@@ -462,24 +476,42 @@ func (s *sloservePolicy) route(r Request, v TierView, now time.Time) Route {
 }
 
 // Scale implements autoscale.Scaler: MArk's scaler runs every time (it feeds the forecaster and
-// the SLO monitor); once per forecast unit the tier is chosen for the forecast peak of the
-// planner's look-ahead; on the serverless tier MArk's launches are dropped and the fleet drained.
+// the SLO monitor); once per forecast unit the tier is chosen by pricing the planner's look-ahead
+// on both tiers; on the serverless tier MArk's launches are dropped and the fleet drained.
 func (s *sloservePolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
 	d := s.mark.Scale(snap, now)
 	if s.force == TierAuto && s.hasSL && !now.Before(s.nextTier) {
 		s.nextTier = now.Add(s.mark.unit)
-		rate := s.mark.mon.Current()
+		// VMs are bought for the peak (MArk covers the forecast maximum); serverless is paid per
+		// request, so it is priced at the mean — of the forecast and of the last HistoryLen
+		// samples, whichever is higher (a periodic trace's forecast can sit in a trough).
+		peak, mean := s.mark.mon.Current(), 0.0
 		if s.mark.mon.Len() > 0 {
-			for _, r := range s.mark.fc.Forecast(s.lookahead) {
-				rate = max(rate, r)
+			f := s.mark.fc.Forecast(s.lookahead)
+			for _, r := range f {
+				peak = max(peak, r)
+				mean += r / float64(len(f))
 			}
 		}
-		vmc, slc := s.vmCost(rate), s.serverlessCost(rate)
+		var n, secs float64
+		for _, x := range snap.History {
+			n += float64(x.Arrivals)
+			secs += x.Period.Seconds()
+		}
+		if secs > 0 {
+			mean = max(mean, n/secs)
+		}
+		vmc, slc := s.vmCost(max(peak, mean)), s.serverlessCost(mean)
+		from := s.tier
 		switch {
+		case now.Before(s.dwellUntil):
 		case s.tier == TierVM && slc < vmc*(1-s.hysteresis):
 			s.tier = TierServerless
 		case s.tier == TierServerless && vmc < slc*(1-s.hysteresis):
 			s.tier = TierVM
+		}
+		if s.tier != from {
+			s.dwellUntil = now.Add(s.dwell)
 		}
 	}
 	if s.tier == TierServerless {
@@ -540,12 +572,13 @@ func removeID(ids []string, id string) []string {
 }
 
 // deadlineBuffer is BATCH's buffer (analytic.BufferPolicy) with a deadline guard: a batch is
-// dispatched no later than the earliest waiting deadline minus the service time of the batch it
-// would be (the guard MArk's fixed policy and MLProxy's Alg. 1 both have; BATCH's optimiser
+// dispatched no later than the earliest waiting deadline minus the latency guard's slack and the
+// service time of the batch it would be (the guard MArk's fixed policy and MLProxy's Alg. 1 both have; BATCH's optimiser
 // bounds only the p-th percentile, so a rare long wait would otherwise be a sure miss).
 type deadlineBuffer struct {
 	buf   *analytic.BufferPolicy
 	curve profile.Curve
+	slack time.Duration // (1 − latency guard) × SLO, kept for service noise
 }
 
 // Reasons of the serverless buffer.
@@ -561,7 +594,7 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 		return d
 	}
 	k := min(q.Len, p.buf.MaxBatch())
-	latest := q.EarliestDeadline.Add(-p.curve.ServiceTime(k))
+	latest := q.EarliestDeadline.Add(-p.slack - p.curve.ServiceTime(k))
 	if !now.Before(latest) {
 		return batching.Decision{Dispatch: k, Next: d.Next, Reason: slReasonGuard}
 	}
