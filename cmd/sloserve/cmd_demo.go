@@ -44,6 +44,8 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	verbose := fs.Bool("v", false, "log lifecycle events to stderr")
 	chaosOn := fs.Bool("chaos", false, "inject faults during the load: kill -9, hang (SIGSTOP) or slow down a random worker (default 3 instances)")
 	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "time between two faults with --chaos")
+	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), mark, target-tracking or knative; with one, the load ramps calm → burst → calm")
+	workerRPS := fs.Float64("worker-rps", 0, "nominal `rate` one worker serves (requests/s) for the controller; 0 = --rps/2")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(e.stdout)
@@ -65,6 +67,10 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		return usagef("demo: --slots must be in [1, 64], got %d", *slots)
 	case !(*sloMS > 0):
 		return usagef("demo: --slo-ms must be > 0, got %v", *sloMS)
+	case !slices.Contains(config.ControllerPolicies(), *ctlName):
+		return usagef("demo: --controller must be one of %v, got %q", config.ControllerPolicies(), *ctlName)
+	case *workerRPS < 0:
+		return usagef("demo: --worker-rps must be ≥ 0, got %v", *workerRPS)
 	case *chaosEvery < 100*time.Millisecond:
 		return usagef("demo: --chaos-every must be ≥ 100ms, got %v", *chaosEvery)
 	}
@@ -85,6 +91,12 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	m.Batching.Policy = *policy
 	m.Batching.SLO = m.SLO.Spec().Threshold
 	m.Batching.MaxWait = min(m.Batching.MaxWait, m.Batching.SLO/4)
+	if *ctlName != config.ControllerNone {
+		if *workerRPS == 0 {
+			*workerRPS = *rps / 2
+		}
+		demoController(&cfg, &m, *ctlName, *workerRPS)
+	}
 	cfg.Models = []config.Model{m}
 	logw := io.Discard
 	if *verbose {
@@ -110,12 +122,24 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("demo: warm-up: %w", err)
 	}
 	before, _ := st.Gateway.Stats(*model)
+	ctlBefore, _ := st.Controller.View(*model)
+	loadStart := time.Now()
 	poisson := *dur * 2 / 3
 	// MMPP(2): a calm phase at half the rate and a burst at 2.5×, switching every 2 s on average.
 	burst := trace.MMPP2(0.5**rps, 2.5**rps, 0.5, 0.5)
+	arrivals := load.Phases(
+		load.Phase{Name: "poisson", Arrivals: trace.Poisson(*rps, demoSeed), Duration: poisson},
+		load.Phase{Name: "mmpp", Arrivals: burst.Arrivals(demoSeed), Duration: *dur - poisson},
+	)
+	traceName, desc := "demo-poisson+mmpp", fmt.Sprintf("load: %v Poisson at %.0f rps, then %v MMPP(2) switching between %.0f and %.0f rps ...\n",
+		poisson.Round(time.Second), *rps, (*dur-poisson).Round(time.Second), 0.5**rps, 2.5**rps)
+	if *ctlName != config.ControllerNone {
+		arrivals, desc = demoRamp(*rps, *dur)
+		traceName = "demo-calm+burst+calm"
+		desc = fmt.Sprintf("controller %s: workers of %.0f rps nominal, %d … %d instances\n", *ctlName, *workerRPS, cfg.Controller.MinInstances, cfg.Controller.MaxInstances) + desc
+	}
 	if !*asJSON {
-		fmt.Fprintf(e.stdout, "load: %v Poisson at %.0f rps, then %v MMPP(2) switching between %.0f and %.0f rps ...\n",
-			poisson.Round(time.Second), *rps, (*dur - poisson).Round(time.Second), 0.5**rps, 2.5**rps)
+		fmt.Fprint(e.stdout, desc)
 	}
 	var monkey *chaos.Monkey
 	chaosDone := make(chan struct{})
@@ -136,11 +160,8 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}
 	res, err := load.Run(ctx, load.Config{
 		Target: st.URL, Model: *model, SLO: spec, Payloads: payloads, Duration: *dur, MaxRequests: 1 << 22,
-		Arrivals: load.Phases(
-			load.Phase{Name: "poisson", Arrivals: trace.Poisson(*rps, demoSeed), Duration: poisson},
-			load.Phase{Name: "mmpp", Arrivals: burst.Arrivals(demoSeed), Duration: *dur - poisson},
-		),
-		Policy: *policy, Trace: "demo-poisson+mmpp",
+		Arrivals: arrivals,
+		Policy:   *policy, Trace: traceName,
 	})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -149,7 +170,6 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	s := res.Summary
 	delta := gateway.Stats{Batches: after.Batches - before.Batches, Dispatched: after.Dispatched - before.Dispatched}
 	s.MeanBatchSize = delta.MeanBatchSize() // exact, from the gateway
-	s.InstanceHours = map[string]float64{"local": float64(*instances) * s.DurationS / 3600}
 	workPerReq := 0.0
 	if s.Completed > 0 {
 		workPerReq = res.WorkSeconds / float64(s.Completed) * 1e6
@@ -171,8 +191,13 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		s.Extra["chaos_hangs"] = float64(c[chaos.Hang])
 		s.Extra["chaos_slows"] = float64(c[chaos.Slow])
 	}
+	line := fillCost(&s, st, *model, m.InstanceType.Name, ctlBefore, loadStart)
 	if *asJSON {
 		return slo.WriteJSON(e.stdout, s)
+	}
+	if *ctlName != config.ControllerNone {
+		fmt.Fprintln(e.stdout, "instances over time (# ready, + launching, - draining):")
+		printTimeline(e.stdout, line, 2)
 	}
 	printSummary(e.stdout, s)
 	return nil
@@ -189,6 +214,9 @@ func printSummary(w io.Writer, s slo.Summary) {
 	fmt.Fprintf(tw, "latency_ms\tp50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.LatencyMS.Max)
 	fmt.Fprintf(tw, "throughput_rps\t%.1f\n", s.ThroughputRPS)
 	fmt.Fprintf(tw, "mean_batch_size\t%.2f\n", s.MeanBatchSize)
+	if s.CostUSD.Total > 0 {
+		fmt.Fprintf(tw, "cost_usd\t%.6f (instance hours %v, nominal local price)\n", s.CostUSD.Total, s.InstanceHours)
+	}
 	if s.Accuracy != nil {
 		fmt.Fprintf(tw, "accuracy\t%.3f\n", *s.Accuracy)
 	}

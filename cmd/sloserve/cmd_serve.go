@@ -59,6 +59,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "sloserve gateway listening on %s (models: %v; metrics at /metrics)\n", st.URL, st.Gateway.ModelNames())
+	fmt.Fprintf(e.stdout, "dashboard at %s/ui; TF Serving/KServe V1 at /v1/models; SageMaker at /ping, /invocations; controller %s\n", st.URL, cfg.Controller.Policy)
 	if st.GRPCAddr != "" {
 		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)
 	}

@@ -46,6 +46,10 @@ type Model struct {
 	PricePerHour float64
 	// Min and Max bound the number of launching and ready instances (Max 0: no bound).
 	Min, Max int
+	// PolicyBatch clears the MaxBatch of launched specs: the model's batching policy alone
+	// bounds each instance's batches (used when the scaler's per-type batch size is an artifact
+	// of a configured rate rather than a measured curve).
+	PolicyBatch bool
 	// Forecast, when set, returns the scaler's latest forecast (requests/s) and how far ahead it
 	// looks; it is called on the controller's goroutine after every Scale.
 	Forecast func() (rate float64, horizon time.Duration, ok bool)
@@ -272,6 +276,9 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		}
 		if sp.Tier == "" {
 			sp.Tier = provider.TierVM
+		}
+		if m.PolicyBatch {
+			sp.MaxBatch = 0
 		}
 		in, err := c.prov.Launch(ctx, sp)
 		if err != nil {

@@ -80,6 +80,9 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 			return Model{}, err
 		}
 		out.Scaler = s
+		// A configured rate says nothing about batching gains: MArk's N_batch from LocalCurve
+		// would cap batches at RT_max·rps/slots; the model's batching policy decides instead.
+		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
 		out.Forecast = func() (float64, time.Duration, bool) {
 			r := s.Forecast()
 			if len(r) == 0 {

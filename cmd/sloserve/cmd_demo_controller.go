@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/gateway"
+	"github.com/sloserve/sloserve/internal/load"
+	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
+)
+
+// The demo's controller settings: MArk's algorithm on a clock short enough to show a whole
+// scale-up and scale-down in under a minute (units of 2 s, cool-down of two units).
+const (
+	demoCtlUnit     = 2 * time.Second
+	demoCtlCoolDown = 4 * time.Second
+	demoCtlMax      = 6
+)
+
+// demoController sets cfg's controller for the demo: policy name, the demo clock, and each
+// worker's nominal capacity workerRPS (requests/s) so that the burst needs several workers.
+func demoController(cfg *config.Config, m *config.Model, name string, workerRPS float64) {
+	c := &cfg.Controller
+	c.Policy = name
+	c.SampleInterval = time.Second
+	c.Unit, c.Lookahead, c.CoolDown = demoCtlUnit, demoCtlUnit, demoCtlCoolDown
+	c.SLOWindow = 200
+	c.MinInstances, c.MaxInstances = 1, max(demoCtlMax, m.Instances)
+	m.InstanceType.RPS = workerRPS
+	m.InstanceType.LaunchDelay = time.Second
+}
+
+// demoRamp is the load the controller demo drives: calm at rps/4, a burst at 1.5 × rps, calm
+// again, for a fifth, a third and the rest of dur (the longest: scaling down waits for the
+// forecast to fall and for the cool-down).
+func demoRamp(rps float64, dur time.Duration) (trace.Source, string) {
+	calm, burst := dur/5, dur/3
+	src := load.Phases(
+		load.Phase{Name: "calm", Arrivals: trace.Poisson(rps/4, demoSeed), Duration: calm},
+		load.Phase{Name: "burst", Arrivals: trace.Poisson(1.5*rps, demoSeed+2), Duration: burst},
+		load.Phase{Name: "calm-again", Arrivals: trace.Poisson(rps/4, demoSeed+3), Duration: dur - calm - burst},
+	)
+	desc := fmt.Sprintf("load: %v Poisson at %.0f rps, %v at %.0f rps, %v at %.0f rps ...\n",
+		calm.Round(time.Second), rps/4, burst.Round(time.Second), 1.5*rps, (dur - calm - burst).Round(time.Second), rps/4)
+	return src, desc
+}
+
+// fillCost sets the Summary's instance hours and cost from the controller's accounting between
+// two views (nominal price × instance-seconds for local workers) and the instance timeline
+// extras.
+func fillCost(s *slo.Summary, st *gateway.Stack, model, typ string, before controller.View, since time.Time) []controller.Point {
+	after, _ := st.Controller.View(model)
+	secs := after.InstanceSeconds - before.InstanceSeconds
+	usd := after.CostUSD - before.CostUSD
+	s.InstanceHours = map[string]float64{typ: secs / 3600}
+	s.CostUSD = slo.CostUSD{Total: usd, VM: usd}
+	var line []controller.Point
+	for _, p := range st.Controller.Timeline(model) {
+		if !p.At.Before(since) {
+			line = append(line, p)
+		}
+	}
+	if s.Extra == nil {
+		s.Extra = map[string]float64{}
+	}
+	peak, low := 0, 1<<30
+	for _, p := range line {
+		peak = max(peak, p.Ready+p.Launching)
+		low = min(low, p.Ready)
+	}
+	if len(line) > 0 {
+		s.Extra["instances_peak"] = float64(peak)
+		s.Extra["instances_end"] = float64(line[len(line)-1].Ready + line[len(line)-1].Launching)
+		s.Extra["instances_min_ready"] = float64(low)
+	}
+	return line
+}
+
+// printTimeline prints the instances over time, one row per every-th sample.
+func printTimeline(w io.Writer, line []controller.Point, every int) {
+	if len(line) == 0 {
+		return
+	}
+	t0 := line[0].At
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "t_s\tarrival_rps\tforecast_rps\tready\tlaunching\tdraining\tinstances\t")
+	for i, p := range line {
+		if i%every != 0 && i != len(line)-1 && p.Launched == 0 && p.Terminated == 0 {
+			continue
+		}
+		bar := slices.Repeat([]byte("#"), p.Ready)
+		bar = append(bar, slices.Repeat([]byte("+"), p.Launching)...)
+		bar = append(bar, slices.Repeat([]byte("-"), p.Draining)...)
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%s\t\n", p.At.Sub(t0).Seconds(), p.ArrivalRate, p.Forecast, p.Ready, p.Launching, p.Draining, bar)
+	}
+	tw.Flush()
+}

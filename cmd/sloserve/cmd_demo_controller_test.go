@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// TestMain lets the test binary act as the sloserve binary: the demo's local provider runs
+// os.Executable() as `worker`, so with SLOSERVE_TEST_AS_MAIN=1 the test binary serves as a real
+// worker process.
+func TestMain(m *testing.M) {
+	if os.Getenv("SLOSERVE_TEST_AS_MAIN") == "1" {
+		os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestDemoControllerScalesUpAndDown runs `sloserve demo --controller mark` with real worker
+// processes (bounded: 30 s of load): the controller must scale up for the burst and back down
+// after it, and keep the SLO.
+func TestDemoControllerScalesUpAndDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes and drives 30 s of load")
+	}
+	t.Setenv("SLOSERVE_TEST_AS_MAIN", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"demo", "--controller", "mark", "--duration", "30s", "--json"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("demo: %v\n%s", err, errb.String())
+	}
+	var s slo.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v: %s", err, out.String())
+	}
+	peak, end := s.Extra["instances_peak"], s.Extra["instances_end"]
+	t.Logf("attainment %.4f, instances peak %.0f end %.0f, cost $%.6f, %d requests, latency %+v, extra %v", s.SLOAttainment, peak, end, s.CostUSD.Total, s.Requests, s.LatencyMS, s.Extra)
+	if peak < 3 {
+		t.Errorf("instances_peak = %.0f, want ≥ 3 for a burst of 300 rps on workers of 100 rps", peak)
+	}
+	if end >= peak {
+		t.Errorf("instances_end = %.0f, want below the peak %.0f after the burst", end, peak)
+	}
+	// On a quiet machine the demo keeps 0.98–1.0; on this shared 2-core machine (load average
+	// 8–13 from other jobs) CPU contention, not capacity, costs a few percent, so the test only
+	// guards against a controller that breaks serving.
+	if s.SLOAttainment < 0.8 {
+		t.Errorf("slo_attainment = %.4f, want ≥ 0.8 (≥ 0.98 on a quiet machine)", s.SLOAttainment)
+	}
+	if !(s.CostUSD.Total > 0) || s.InstanceHours["local"] <= 0 {
+		t.Errorf("cost_usd = %+v, instance_hours = %v; want both filled", s.CostUSD, s.InstanceHours)
+	}
+}
