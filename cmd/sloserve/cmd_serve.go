@@ -50,6 +50,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if *grpcAddr != "" {
 		cfg.Gateway.GRPCAddr = *grpcAddr
 	}
+	if cfg.Gateway.AdminToken == "" {
+		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("serve: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -58,6 +59,15 @@ type Gateway struct {
 	// Dispatch names the pick that chooses the instance for each batch (internal/dispatch:
 	// least-outstanding, weighted-least-outstanding or round-robin).
 	Dispatch string `yaml:"dispatch"`
+	// AdminToken, when not empty, is the bearer token ("Authorization: Bearer <token>") that the
+	// admin endpoints require: ensemble label feedback and the dashboard's data. "" leaves them
+	// open, which is safe only on a loopback address; `sloserve serve` reads
+	// $SLOSERVE_ADMIN_TOKEN when this is empty.
+	AdminToken string `yaml:"admin_token"`
+	// TLSCert and TLSKey are the paths of a PEM certificate (chain) and its private key; when
+	// both are set the gateway's HTTP listener serves HTTPS. Both or neither.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 }
 
 // Workers configures the local provider.
@@ -77,6 +87,10 @@ type Workers struct {
 	HealthInterval time.Duration `yaml:"health_interval"`
 	// StopTimeout is the time between SIGTERM and SIGKILL when stopping a worker (duration).
 	StopTimeout time.Duration `yaml:"stop_timeout"`
+	// StateDir is the directory where running workers are recorded (pidfiles), so that a
+	// restarted serve kills the workers of one that crashed; "" means the local provider's
+	// default ($XDG_RUNTIME_DIR/sloserve/workers or <tmp>/sloserve-<uid>/workers).
+	StateDir string `yaml:"state_dir"`
 }
 
 // Model is one served model.
@@ -194,6 +208,12 @@ func (c Config) Validate() error {
 	}
 	if g.MaxHeaderBytes <= 0 {
 		return fmt.Errorf("gateway.max_header_bytes: must be > 0, got %d", g.MaxHeaderBytes)
+	}
+	if (g.TLSCert == "") != (g.TLSKey == "") {
+		return fmt.Errorf("gateway.tls_cert and gateway.tls_key: set both or neither, got %q and %q", g.TLSCert, g.TLSKey)
+	}
+	if strings.ContainsAny(g.AdminToken, " \t\r\n") {
+		return errors.New("gateway.admin_token: must not contain white space")
 	}
 	if g.MaxBodyBytes <= 0 {
 		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)

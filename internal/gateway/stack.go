@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
 	}
 	prov, err := local.New(local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
-		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout}, log)
+		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -138,12 +139,12 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		return fail(err)
 	}
 	s.Controller = ctl
-	h, err := g.Handler(HandlerOptions{Gatherer: reg, OIP: oip.HandlerOptions{
+	h, err := g.Handler(HandlerOptions{Gatherer: reg, AdminToken: cfg.Gateway.AdminToken, OIP: oip.HandlerOptions{
 		Limits: oipLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}})
 	if err != nil {
 		return fail(err)
 	}
-	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, opts.DashboardToken, log); err != nil {
+	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, cmp.Or(opts.DashboardToken, cfg.Gateway.AdminToken), log); err != nil {
 		return fail(err)
 	}
 	ln, err := net.Listen("tcp", cfg.Gateway.Addr)
@@ -166,12 +167,27 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	s.server = NewServer(h, ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
 	s.URL = "http://" + ln.Addr().String()
+	if gc.TLSCert != "" {
+		if err := useTLS(s.server, gc.TLSCert, gc.TLSKey); err != nil {
+			ln.Close()
+			if gln != nil {
+				gln.Close()
+			}
+			return fail(err)
+		}
+		s.URL = "https://" + ln.Addr().String()
+	}
+	warnExposed(log, gc)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := s.server.Serve
+		if s.server.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return s.server.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("gateway server failed", "err", err)
 		}
 	}()
