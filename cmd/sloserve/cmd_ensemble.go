@@ -59,9 +59,19 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	fs.BoolVar(&cfg.CrossFit, "cross-fit", false, "hold labels out: learn from even images, score odd ones, then swap")
 	opts := measure.DefaultOptions()
 	fs.IntVar(&opts.LatencyRuns, "latency-runs", opts.LatencyRuns, "batch-1 runs per model whose median is its latency")
+	data := fs.String("data", measure.DataSample, "labelled images: sample (the bundled 1,000) | full (the 10,000 Fashion-MNIST test images in --data-dir; --passes defaults to 3)")
+	dataDir := fs.String("data-dir", fashion.DefaultDir, "Fashion-MNIST idx `dir` for --data full")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if !slices.Contains(measure.DataSets, *data) {
+		return usagef("ensemble eval: --data %q is not one of %v", *data, measure.DataSets)
+	}
+	passesSet := false
+	fs.Visit(func(f *flag.Flag) { passesSet = passesSet || f.Name == "passes" })
+	if *data == measure.DataFull && !passesSet {
+		cfg.Passes = 3 // 30,000 requests, as 30 passes over the sample
 	}
 	if !slices.Contains(models.Runtimes, *runtime) {
 		return usagef("ensemble eval: --runtime %q is not one of %v", *runtime, models.Runtimes)
@@ -82,9 +92,9 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	if *baseline != "" && !slices.Contains(names, *baseline) {
 		return usagef("ensemble eval: --baseline %q is not a bundled model (%s)", *baseline, strings.Join(names, ", "))
 	}
-	set, err := bundled.Sample()
+	sample, err := measure.Load(*data, *dataDir, bundled.Sample)
 	if err != nil {
-		return err
+		return fmt.Errorf("ensemble eval: %w", err)
 	}
 	var cls []measure.Classifier
 	for _, n := range names {
@@ -98,10 +108,6 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 			in = meta.Inputs[0].Name
 		}
 		cls = append(cls, measure.Classifier{Name: n, Runner: r, Input: in})
-	}
-	sample := measure.Sample{X: set.Floats(nil, 0, set.Len()), Dim: fashion.Pixels, Labels: make([]int, set.Len())}
-	for i, l := range set.Labels {
-		sample.Labels[i] = int(l)
 	}
 	ans, err := measure.Collect(ctx, cls, sample, opts)
 	if err != nil {

@@ -1,0 +1,50 @@
+package measure
+
+import (
+	"fmt"
+
+	"github.com/sloserve/sloserve/internal/models/fashion"
+)
+
+// The labelled data sets `sloserve ensemble eval --data` accepts.
+const (
+	// DataSample is the committed 1,000-image stratified sample (100 per class), embedded in the
+	// binary: quick, but ±1 percentage point of sampling noise at n = 1,000.
+	DataSample = "sample"
+	// DataFull is the full 10,000-image Fashion-MNIST test set, read from the data directory
+	// (Debian dataset-fashion-mnist, fashion.DefaultDir): ±0.3 points.
+	DataFull = "full"
+)
+
+// DataSets lists the accepted data set names.
+var DataSets = []string{DataSample, DataFull}
+
+// FromSet turns a Fashion-MNIST set into a Sample of pixel/255 rows (the bundled models' input).
+func FromSet(set *fashion.Set) Sample {
+	s := Sample{X: set.Floats(nil, 0, set.Len()), Dim: fashion.Pixels, Labels: make([]int, set.Len())}
+	for i, l := range set.Labels {
+		s.Labels[i] = int(l)
+	}
+	return s
+}
+
+// Load returns the named data set: DataSample from sample (the bundled sample's loader), DataFull
+// from the t10k files in dir.
+func Load(data, dir string, sample func() (*fashion.Set, error)) (Sample, error) {
+	var (
+		set *fashion.Set
+		err error
+	)
+	switch data {
+	case DataSample:
+		set, err = sample()
+	case DataFull:
+		set, err = fashion.Load(dir, "t10k")
+	default:
+		return Sample{}, fmt.Errorf("data %q: want one of %v", data, DataSets)
+	}
+	if err != nil {
+		return Sample{}, fmt.Errorf("data %s: %w", data, err)
+	}
+	return FromSet(set), nil
+}
