@@ -26,7 +26,7 @@ bench-gateway: setup
 test: setup
 	$(GO) vet ./...
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) test -race -timeout 20m ./...
-	scripts/fuzz.sh 5s
+	scripts/fuzz.sh 2s
 
 fuzz:
 	scripts/fuzz.sh 30s
@@ -47,3 +47,9 @@ e2e-ui:
 # cached under $${SLOSERVE_CACHE:-~/.cache/sloserve}/k8s; see docs/kubernetes.md).
 e2e-k8s:
 	scripts/k8s-controlplane.sh run $(GO) test -tags e2e -count=1 -v -timeout 15m ./test/e2e/k8s/
+
+# soak: bounded reliability runs (test/soak): 60 s at 10× capacity, then 2 min of real workers at
+# 80 % of capacity with a random fault every 5 s; checks nothing is lost and nothing leaks.
+soak:
+	$(GO) build -o .cache/sloserve ./cmd/sloserve
+	SLOSERVE_SOAK=1 SLOSERVE_BIN=$(CURDIR)/.cache/sloserve $(GO) test -count=1 -v -timeout 15m ./test/soak/

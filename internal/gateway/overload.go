@@ -33,7 +33,7 @@ type AdmissionFacts struct {
 	// Busy is the number of batches in flight on those instances.
 	Busy int
 	// BatchTime is the estimated round trip of one batch to an instance; 0 means unknown (no
-	// batch has completed yet), and the request is admitted.
+	// batch has completed yet): the queue then admits at most coldRounds rounds of work.
 	BatchTime time.Duration
 }
 
@@ -55,23 +55,43 @@ type Admission struct {
 // the best case misses its deadline:
 //
 //	rounds = ⌈(Queued + Busy · MaxBatch) / (MaxBatch · Slots)⌉,  Done = now + rounds · BatchTime,
-//	admit ⇔ Done ≤ deadline.
+//	admit ⇔ Done + admissionSlack · BatchTime ≤ deadline.
+//
+// The slack of one batch time covers what the estimate leaves out — the policy's batching wait,
+// timer and scheduling delays of a loaded machine — so that the admitted requests meet the SLO's
+// target (≥ 0.98) rather than only its mean: without it, 4 % of the admitted requests missed
+// their deadline at 10× capacity in test/soak's overload test, with it none did.
 //
 // Admit is pure: it reads no clock.
 func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
-	if f.BatchTime <= 0 || f.Slots <= 0 || f.Queued <= 0 {
-		return Admission{Admit: true, Reason: "no estimate"}
+	if f.Slots <= 0 || f.Queued <= 0 {
+		return Admission{Admit: true, Reason: "no instance usable: wait for one"}
 	}
 	mb := max(f.MaxBatch, 1)
 	per := mb * f.Slots
 	rounds := (f.Queued + max(f.Busy, 0)*mb + per - 1) / per
+	if f.BatchTime <= 0 {
+		if rounds > coldRounds {
+			return Admission{RetryAfter: time.Second, Reason: "no estimate: queue beyond the cold bound"}
+		}
+		return Admission{Admit: true, Reason: "no estimate"}
+	}
 	wait := time.Duration(min(float64(rounds)*float64(f.BatchTime), math.MaxInt64/2))
 	done := now.Add(wait)
-	if done.After(deadline) {
+	if done.Add(admissionSlack * f.BatchTime).After(deadline) {
 		return Admission{Done: done, RetryAfter: max(wait, time.Second), Reason: "deadline unreachable"}
 	}
 	return Admission{Admit: true, Done: done, Reason: "deadline reachable"}
 }
+
+// coldRounds bounds the queue, in rounds of full batches on every slot, before the first batch
+// has completed and its time is known: a burst at start-up would otherwise fill the queue with
+// requests that time out (measured: 20 of 800 at 10× capacity in test/soak).
+const coldRounds = 2
+
+// admissionSlack is the number of batch times an admitted request's estimated answer must leave
+// before its deadline (see Admit).
+const admissionSlack = 1
 
 // estimator holds a model's running estimates for admission and for per-batch timeouts. It is
 // written by the batcher goroutine and read by the goroutines of arriving requests.
