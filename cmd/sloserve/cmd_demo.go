@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,6 +45,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	verbose := fs.Bool("v", false, "log lifecycle events to stderr")
 	chaosOn := fs.Bool("chaos", false, "inject faults during the load: kill -9, hang (SIGSTOP) or slow down a random worker (default 3 instances)")
 	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "time between two faults with --chaos")
+	chaosKinds := fs.String("chaos-kinds", "kill,hang,slow", "comma-separated `faults` --chaos chooses from: kill, hang, slow")
 	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), mark, target-tracking or knative; with one, the load ramps calm → burst → calm")
 	workerRPS := fs.Float64("worker-rps", 0, "nominal `rate` one worker serves (requests/s) for the controller; 0 = --rps/2")
 	if err := parseFlags(fs, args); err != nil {
@@ -146,6 +148,12 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	if *chaosOn {
 		cc := chaos.DefaultConfig()
 		cc.Every = *chaosEvery
+		for _, k := range strings.Split(*chaosKinds, ",") {
+			cc.Kinds = append(cc.Kinds, chaos.Kind(strings.TrimSpace(k)))
+		}
+		if err := cc.Validate(); err != nil {
+			return usagef("demo: --chaos-kinds: %v", err)
+		}
 		if monkey, err = chaos.New(st.Provider, cc, log); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

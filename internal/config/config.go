@@ -50,6 +50,11 @@ type Gateway struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes bounds a request body (bytes).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxConnections bounds the gateway's open client connections (connections); beyond it new
+	// connections wait in the kernel's accept queue, so that a flood of clients cannot exhaust
+	// the process's file descriptors (which the connections to the workers need too). 0 means
+	// no bound.
+	MaxConnections int `yaml:"max_connections"`
 	// BackendTimeout bounds one batch's round trip to an instance (duration).
 	BackendTimeout time.Duration `yaml:"backend_timeout"`
 	// RetryAfter is the Retry-After hint of 429 and 503 answers (duration, whole seconds sent).
@@ -135,6 +140,9 @@ const (
 	DefaultSlots = 1
 	// DefaultQueueLimit bounds a model's queue at 1024 requests.
 	DefaultQueueLimit = 1024
+	// DefaultMaxConnections bounds the gateway's client connections: a quarter of the usual
+	// 20 000-descriptor hard limit leaves room for worker connections and files.
+	DefaultMaxConnections = 5000
 	// DefaultRuntime is the pure-Go model runtime, which needs no native library.
 	DefaultRuntime = "native"
 )
@@ -168,6 +176,7 @@ func Default() Config {
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    64 << 10,
 			MaxBodyBytes:      64 << 20,
+			MaxConnections:    DefaultMaxConnections,
 			BackendTimeout:    30 * time.Second,
 			RetryAfter:        time.Second,
 			SyncInterval:      500 * time.Millisecond,
@@ -214,6 +223,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(g.AdminToken, " \t\r\n") {
 		return errors.New("gateway.admin_token: must not contain white space")
+	}
+	if g.MaxConnections < 0 {
+		return fmt.Errorf("gateway.max_connections: must be ≥ 0, got %d", g.MaxConnections)
 	}
 	if g.MaxBodyBytes <= 0 {
 		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)

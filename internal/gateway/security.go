@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-
 	"net/http"
+	"sync"
 
 	"github.com/sloserve/sloserve/internal/config"
 )
@@ -37,4 +37,49 @@ func warnExposed(log *slog.Logger, gc config.Gateway) {
 	if gc.TLSCert == "" {
 		log.Warn("gateway listens beyond loopback without TLS; set gateway.tls_cert and gateway.tls_key", "addr", gc.Addr)
 	}
+}
+
+// limitListener returns a Listener that accepts at most n simultaneously open connections;
+// Accept waits while n are open (golang.org/x/net/netutil.LimitListener, without the module).
+func limitListener(l net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitedListener struct {
+	net.Listener
+	sem       chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

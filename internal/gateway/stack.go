@@ -178,6 +178,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.URL = "https://" + ln.Addr().String()
 	}
 	warnExposed(log, gc)
+	if gc.MaxConnections > 0 {
+		ln = limitListener(ln, gc.MaxConnections)
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(2)

@@ -366,3 +366,40 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 	_ = oip.DefaultLimits
 }
+
+// The connection limit makes Accept wait while the limit is reached, and frees a slot on Close.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := limitListener(inner, 1)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	c1, _ := net.Dial("tcp", inner.Addr().String())
+	defer c1.Close()
+	s1 := <-accepted
+	c2, _ := net.Dial("tcp", inner.Addr().String()) // waits in the accept queue
+	defer c2.Close()
+	select {
+	case <-accepted:
+		t.Fatal("a second connection was accepted beyond the limit of 1")
+	case <-time.After(100 * time.Millisecond):
+	}
+	s1.Close()
+	select {
+	case s2 := <-accepted:
+		s2.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting connection was not accepted after the first closed")
+	}
+}
