@@ -141,3 +141,43 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestSageMakerTypes checks that every SageMaker-hosted default type mirrors its EC2 type (same
+// machine, no spot market) at SageMaker's 1.4× hosting premium, and the name helpers.
+func TestSageMakerTypes(t *testing.T) {
+	c := DefaultCatalog()
+	n := 0
+	for _, it := range c.Types {
+		base := HostedOn(it.Name)
+		if base == it.Name {
+			continue
+		}
+		n++
+		t.Run(it.Name, func(t *testing.T) {
+			ec2, ok := c.Type(base)
+			if !ok {
+				t.Fatalf("HostedOn(%q) = %q, not in the catalog", it.Name, base)
+			}
+			if got := SageMakerType(base); got != it.Name {
+				t.Errorf("SageMakerType(%q) = %q, want %q", base, got, it.Name)
+			}
+			if r := it.PricePerHour / ec2.PricePerHour; r < 1.39 || r > 1.41 {
+				t.Errorf("price %v / EC2 %v = %.3f, want SageMaker's 1.4× premium", it.PricePerHour, ec2.PricePerHour, r)
+			}
+			if it.SpotPricePerHour != 0 {
+				t.Errorf("spot price %v, want 0 (SageMaker hosting has no spot market)", it.SpotPricePerHour)
+			}
+			if it.VCPU != ec2.VCPU || it.MemoryGB != ec2.MemoryGB || it.GPUs != ec2.GPUs || it.LaunchDelay != ec2.LaunchDelay {
+				t.Errorf("machine differs from %s (-want +got):\n-%+v\n+%+v", base, ec2, it)
+			}
+		})
+	}
+	if n != 9 {
+		t.Errorf("%d SageMaker types, want 9 (c5 and m5 sizes, p2.xlarge)", n)
+	}
+	for name, want := range map[string]string{"ml.c5.large": "c5.large", "c5.large": "c5.large", "ml.": "ml.", "c5.large/spot": "c5.large/spot"} {
+		if got := HostedOn(name); got != want {
+			t.Errorf("HostedOn(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

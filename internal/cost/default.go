@@ -1,6 +1,9 @@
 package cost
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Default launch-delay parameters. InferAll's simulator (config.py start_up_delay_ms) and MArk §3.1
 // ("several minutes" to load a large model on EC2) put a VM's time to readiness around 100 s; the
@@ -36,10 +39,40 @@ const (
 // interruption per day, AWS's "< 5 %" frequency band for the c5 family.
 const DefaultSpotInterruptionsPerHour = 1.0 / 24
 
+// SageMakerPrefix starts the name of a SageMaker-hosted instance type: "ml.c5.large" is a
+// c5.large that SageMaker hosting runs (and bills at its own price) for an endpoint.
+const SageMakerPrefix = "ml."
+
+// SageMakerType returns the SageMaker hosting type that runs the EC2 type ec2 ("c5.large" →
+// "ml.c5.large").
+func SageMakerType(ec2 string) string { return SageMakerPrefix + ec2 }
+
+// HostedOn returns the EC2 type a managed-hosting type runs on ("ml.c5.large" → "c5.large"),
+// and name itself for every other type. The hosted type has the EC2 type's performance (its
+// model profile) and its own price.
+func HostedOn(name string) string {
+	if b, ok := strings.CutPrefix(name, SageMakerPrefix); ok && b != "" {
+		return b
+	}
+	return name
+}
+
 // DefaultCatalog returns the catalog of MArk §3 and §5.1 (c5 and m5 sizes, p2.xlarge) and
 // Cocktail App. D (spot c5 sizes), plus t2 burstables, at AWS us-east-1 on-demand Linux prices
 // of the papers' time. Spot prices are the first values of Cocktail's spot.csv for c5 and about
 // 30 % of on-demand elsewhere. Billing is per second with a 60 s minimum.
+//
+// It also holds the SageMaker-hosted variants of the same types ("ml.c5.large", …), which the
+// sagemaker baseline policy bills by default. MArk §5.1 compares against SageMaker hosting and
+// §5.2 reports "the charge billed by AWS" in us-east-1 (footnote 2) without listing prices;
+// SageMaker bills an endpoint's instances at its ML-instance hosting prices, which are EC2's
+// times 1.4 for these types: us-east-1 real-time inference on-demand prices (AWS SageMaker
+// pricing page, aws.amazon.com/sagemaker/pricing, as listed ca. 2019–2021) ml.c5.xlarge $0.238,
+// ml.c5.2xlarge $0.476, ml.c5.4xlarge $0.952, ml.m5.large $0.134, ml.m5.xlarge $0.269,
+// ml.m5.2xlarge $0.538, ml.m5.4xlarge $1.075, ml.p2.xlarge $1.26 (cross-checked against a
+// public SageMaker endpoint price table); ml.c5.large $0.119 is c5.large's $0.085 × 1.4, the
+// same premium. SageMaker hosting has no spot market. The paper gives no SageMaker prices, so
+// these are our sourcing, not MArk's figures.
 func DefaultCatalog() Catalog {
 	vm := func(name string, vcpu int, mem float64, price, spot float64) InstanceType {
 		return InstanceType{Name: name, Kind: KindVM, VCPU: vcpu, MemoryGB: mem, PricePerHour: price,
@@ -58,6 +91,9 @@ func DefaultCatalog() Catalog {
 	p2 := vm("p2.xlarge", 4, 61, 0.90, 0.27)
 	p2.GPUs = 1
 	p2.LaunchDelay = DefaultGPULaunchDelay
+	mlp2 := vm(SageMakerType("p2.xlarge"), 4, 61, 1.26, 0)
+	mlp2.GPUs = 1
+	mlp2.LaunchDelay = DefaultGPULaunchDelay
 	return Catalog{
 		Billing: Billing{Minimum: EC2BillingMinimum, Granularity: EC2BillingGranularity},
 		Types: []InstanceType{
@@ -75,6 +111,16 @@ func DefaultCatalog() Catalog {
 			t2("t2.large", 2, 8, 0.0928, 0.30, 36, 60),
 			t2("t2.xlarge", 4, 16, 0.1856, 0.225, 54, 120),
 			ctr,
+			// SageMaker hosting (us-east-1 ML-instance prices, see above): the sagemaker baseline's.
+			vm(SageMakerType("c5.large"), 2, 4, 0.119, 0),
+			vm(SageMakerType("c5.xlarge"), 4, 8, 0.238, 0),
+			vm(SageMakerType("c5.2xlarge"), 8, 16, 0.476, 0),
+			vm(SageMakerType("c5.4xlarge"), 16, 32, 0.952, 0),
+			vm(SageMakerType("m5.large"), 2, 8, 0.134, 0),
+			vm(SageMakerType("m5.xlarge"), 4, 16, 0.269, 0),
+			vm(SageMakerType("m5.2xlarge"), 8, 32, 0.538, 0),
+			vm(SageMakerType("m5.4xlarge"), 16, 64, 1.075, 0),
+			mlp2,
 		},
 		Serverless: Serverless{
 			Name:               "lambda",

@@ -405,6 +405,9 @@ func (e *engine) typeFor(name string) (int, error) {
 		return 0, fmt.Errorf("instance type %q is not in the catalog", base)
 	}
 	b, ok := e.model.VM[base]
+	if !ok { // a managed-hosting type ("ml.c5.large") runs on its EC2 type's machine
+		b, ok = e.model.VM[cost.HostedOn(base)]
+	}
 	if !ok {
 		return 0, fmt.Errorf("model %s has no profile for instance type %q (have %v)", e.model.Name, base, e.model.Types())
 	}
@@ -829,6 +832,7 @@ func (e *engine) tick() {
 		e.addSeriesPoint()
 		e.seriesAt += int64(e.cfg.SeriesPeriod)
 	}
+	e.interruptScheduled()
 	if e.pol.Scaler != nil {
 		e.scale()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
@@ -15,7 +16,7 @@ import (
 
 func init() {
 	Register("fixed", "static fleet sized for the trace's peak, with fixed batching (MArk §4.3 rule)", newFixed)
-	Register("sagemaker", "SageMaker-like target tracking on invocations per instance, 2× over-provisioned, no batching (MArk §5.1)", newSageMaker)
+	Register("sagemaker", "SageMaker-like target tracking on invocations per instance, 2× over-provisioned, no batching, SageMaker hosting prices (MArk §5.1)", newSageMaker)
 	Register("lambda", "vanilla serverless: every request its own invocation, fixed memory, no batching (MArk §3, BATCH §VI)", newLambda)
 	Register("mlproxy", "MLProxy: deadline-aware AIMD batching in front of a Knative concurrency autoscaler (MLProxy §2–3)", newMLProxy)
 	Register("knative", "the mlproxy policy's Knative autoscaler without batching (MLProxy Table 3's baseline)", newKnative)
@@ -128,10 +129,24 @@ func newFixed(env Env) (Policy, error) {
 	return Policy{Scaler: &autoscale.Static{Spec: spec, Count: o.Count}, Initial: initial, Batching: bp}, nil
 }
 
+// SageMaker pricing modes (SageMakerOptions.Pricing).
+const (
+	// SageMakerPricingHosting bills the SageMaker-hosted variant of the type ("ml.c5.large", at
+	// SageMaker's ML-instance price), as MArk §5's baseline paid; the default.
+	SageMakerPricingHosting = "sagemaker"
+	// SageMakerPricingEC2 bills the bare EC2 type ("c5.large") at EC2's price.
+	SageMakerPricingEC2 = "ec2"
+)
+
 // SageMakerOptions configures the sagemaker policy.
 type SageMakerOptions struct {
-	// Type is the instance type; default: the model's cheapest per request.
+	// Type is the instance type the endpoint runs on (an EC2 type of the model's profile, e.g.
+	// c5.large); default: the model's cheapest per request.
 	Type string `yaml:"type"`
+	// Pricing is "sagemaker" (default: launch the SageMaker-hosted type "ml.<type>" and pay
+	// SageMaker's hosting price, as MArk §5.1's baseline did; falls back to the EC2 type when the
+	// catalog has no "ml.<type>" entry) or "ec2" (launch and pay the bare EC2 type).
+	Pricing string `yaml:"pricing"`
 	// OverProvisioning divides an instance's capacity to get the tracking target (default 2).
 	OverProvisioning float64 `yaml:"over_provisioning"`
 	// Tracking overrides AWS's target-tracking parameters.
@@ -139,7 +154,7 @@ type SageMakerOptions struct {
 }
 
 func newSageMaker(env Env) (Policy, error) {
-	o := SageMakerOptions{OverProvisioning: autoscale.DefaultOverProvisioning}
+	o := SageMakerOptions{OverProvisioning: autoscale.DefaultOverProvisioning, Pricing: SageMakerPricingHosting}
 	o.Tracking = autoscale.DefaultTargetTrackingConfig(provider.Spec{}, 1)
 	o.Tracking.TargetPerInstance = 0
 	if err := env.decode(&o); err != nil {
@@ -155,11 +170,27 @@ func newSageMaker(env Env) (Policy, error) {
 	if !(o.OverProvisioning >= 1) {
 		return Policy{}, fmt.Errorf("sagemaker.over_provisioning: must be ≥ 1, got %v", o.OverProvisioning)
 	}
+	o.Type = cost.HostedOn(o.Type) // "ml.c5.large" names the same machine as "c5.large"
 	c := capacity(env, o.Type, 1)
 	if c <= 0 {
 		return Policy{}, fmt.Errorf("sagemaker.type: model %s has no profile for %q", env.Model.Name, o.Type)
 	}
-	spec := provider.Spec{Model: env.Model.Name, Type: o.Type, Tier: provider.TierVM, MaxBatch: 1}
+	launch := o.Type
+	switch o.Pricing {
+	case SageMakerPricingHosting:
+		cat := env.Catalog
+		if cat == nil {
+			c := cost.DefaultCatalog()
+			cat = &c
+		}
+		if _, ok := cat.Type(cost.SageMakerType(o.Type)); ok {
+			launch = cost.SageMakerType(o.Type)
+		}
+	case SageMakerPricingEC2:
+	default:
+		return Policy{}, fmt.Errorf("sagemaker.pricing: must be %q or %q, got %q", SageMakerPricingHosting, SageMakerPricingEC2, o.Pricing)
+	}
+	spec := provider.Spec{Model: env.Model.Name, Type: launch, Tier: provider.TierVM, MaxBatch: 1}
 	tc := o.Tracking
 	tc.Spec = spec
 	if tc.TargetPerInstance == 0 {

@@ -126,26 +126,6 @@ func TestMarkSteadyBeatsSageMaker(t *testing.T) {
 	}
 }
 
-// TestMarkSurge is MArk §5.3's unexpected surge: the rate rises by 50, 75 and 100 % within two
-// minutes; the Bouncer spills to serverless at once and the SLO monitor and the planner add
-// capacity, so attainment stays ≥ SL_min.
-func TestMarkSurge(t *testing.T) {
-	for _, up := range []float64{0.5, 0.75, 1.0} {
-		t.Run(fmt.Sprintf("+%.0f%%", up*100), func(t *testing.T) {
-			const base = 60.0
-			tr := steps(t, "surge", [2]float64{10, base}, [2]float64{-2, base * (1 + up)}, [2]float64{10, base * (1 + up)})
-			cat := markCatalog()
-			mark := runPolicy(t, "mark", "", cat, tr)
-			sm := runPolicy(t, "sagemaker", "type: c5.large", cat, tr)
-			t.Logf("mark: attainment %.4f p99 %.0f ms cost $%.3f serverless %d; sagemaker: attainment %.4f p99 %.0f ms cost $%.3f",
-				mark.SLOAttainment, mark.LatencyMS.P99, mark.CostUSD.Total, mark.ServedBy.Serverless, sm.SLOAttainment, sm.LatencyMS.P99, sm.CostUSD.Total)
-			if mark.SLOAttainment < markSLO.Target {
-				t.Errorf("mark attainment %.4f under a +%.0f%% surge, want ≥ %.2f", mark.SLOAttainment, up*100, markSLO.Target)
-			}
-		})
-	}
-}
-
 // TestMarkSpotUnderInterruptions runs MArk-spot with frequent interruptions (every spot instance
 // is interrupted about once per 20 minutes): standbys, serverless spill and re-planning keep the
 // SLO, and spot stays cheaper than on-demand.
