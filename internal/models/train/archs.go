@@ -18,6 +18,28 @@ type Spec struct {
 	Epochs int
 	// Role is "small", "medium" or "large" for the three serving models, else "".
 	Role string
+	// SeedOffset is added to the run's seed (Config.Seed): ensemble members with different
+	// offsets start from different weights and see the data in a different order. 0 for the
+	// original seven models, so their bytes do not change.
+	SeedOffset uint64
+	// LRDecay overrides Config.LRDecay when > 0 (a slower decay for longer runs).
+	LRDecay float64
+	// Shift is Config.Shift for this model (random ±Shift-pixel translations of training images).
+	Shift int
+	// Bootstrap is Config.Bootstrap for this model (train on a bootstrap resample: bagging).
+	Bootstrap bool
+}
+
+// pooled returns a branch that pools the image with p, then a ReLU MLP through hidden to 10.
+func pooled(p PoolShape, hidden ...int) []Layer {
+	oh, ow := p.out()
+	br := []Layer{{Kind: AvgPool, Pool: p}}
+	in := oh * ow
+	for _, h := range hidden {
+		br = append(br, Layer{Kind: Dense, In: in, Out: h}, Layer{Kind: ReLU})
+		in = h
+	}
+	return append(br, Layer{Kind: Dense, In: in, Out: 10})
 }
 
 // Bundled lists the bundled classifiers, smallest first: clearly different sizes, latencies and
@@ -36,5 +58,14 @@ func Bundled() []Spec {
 			return append(mlp(256), mlp(64, 64)...)
 		}()}, Epochs: 5},
 		{Arch: Arch{Name: "mlp512x256", Description: "MLP 784→512→256→10 (ReLU)", Branches: mlp(512, 256)}, Epochs: 6, Role: "large"},
+		// Ensemble members (Cocktail's model family): faster than mlp256, each seeing the image
+		// through a different input view, from a different seed (initial weights and data order),
+		// some on randomly shifted images, so their errors decorrelate and a vote of them can beat
+		// the best single model. Longer, slower-decaying schedules than the seven above.
+		{Arch: Arch{Name: "pool2-mlp256", Description: "2×2 average pool (784→196) then MLP 196→256→10; seed +10", Branches: [][]Layer{
+			pooled(PoolShape{KH: 2, KW: 2, SH: 2, SW: 2}, 256)}}, Epochs: 10, LRDecay: 0.8, SeedOffset: 10},
+		{Arch: Arch{Name: "pool3s2-mlp256", Description: "overlapping 3×3 stride-2 average pool (784→169) then MLP 169→256→10; seed +11, ±1-pixel random shifts", Branches: [][]Layer{
+			pooled(PoolShape{KH: 3, KW: 3, SH: 2, SW: 2}, 256)}}, Epochs: 10, LRDecay: 0.8, SeedOffset: 11, Shift: 1},
+		{Arch: Arch{Name: "mlp128-shift", Description: "MLP 784→128→10 (ReLU); seed +13, ±1-pixel random shifts", Branches: mlp(128)}, Epochs: 10, LRDecay: 0.8, SeedOffset: 13, Shift: 1},
 	}
 }

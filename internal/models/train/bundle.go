@@ -106,6 +106,11 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		if tc.Epochs == 0 {
 			tc.Epochs = spec.Epochs
 		}
+		tc.Seed += spec.SeedOffset
+		if spec.LRDecay > 0 {
+			tc.LRDecay = spec.LRDecay
+		}
+		tc.Shift, tc.Bootstrap = spec.Shift, spec.Bootstrap
 		res, err := Train(ctx, spec.Arch, trainSet, tc)
 		if err != nil {
 			return nil, fmt.Errorf("bundle %s: %w", spec.Arch.Name, err)

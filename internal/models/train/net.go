@@ -25,12 +25,28 @@ const (
 	// AvgPool2 is a 2×2, stride-2 average pool of the 28×28 image (ONNX Reshape → AveragePool →
 	// Flatten); it must be a branch's first layer and turns 784 inputs into 196.
 	AvgPool2
+	// AvgPool is an average pool of the 28×28 image with Layer.Pool's kernel and strides (no
+	// padding; ONNX Reshape → AveragePool → Flatten), a branch's first layer: an input view such
+	// as a coarser 4×4 grid, an overlapping 3×3/2 pool or row and column projections (kernel 1×28
+	// or 28×1).
+	AvgPool
 )
 
-// Layer is one layer of a branch; In and Out are only meaningful for Dense.
+// PoolShape is an AvgPool layer's kernel and strides in pixels.
+type PoolShape struct {
+	KH, KW, SH, SW int
+}
+
+// out returns the pooled width of a 28×28 image.
+func (p PoolShape) out() (oh, ow int) {
+	return (fashion.Rows-p.KH)/p.SH + 1, (fashion.Cols-p.KW)/p.SW + 1
+}
+
+// Layer is one layer of a branch; In and Out are only meaningful for Dense, Pool for AvgPool.
 type Layer struct {
 	Kind    LayerKind
 	In, Out int
+	Pool    PoolShape
 }
 
 // Arch is a classifier: one or more parallel branches over the same 784-pixel input whose
@@ -61,6 +77,16 @@ func (a Arch) Validate() error {
 					return fmt.Errorf("arch %q branch %d layer %d: AvgPool2 must come first", a.Name, bi, li)
 				}
 				width = fashion.Pixels / 4
+			case AvgPool:
+				p := l.Pool
+				if li != 0 {
+					return fmt.Errorf("arch %q branch %d layer %d: AvgPool must come first", a.Name, bi, li)
+				}
+				if p.KH < 1 || p.KW < 1 || p.SH < 1 || p.SW < 1 || p.KH > fashion.Rows || p.KW > fashion.Cols {
+					return fmt.Errorf("arch %q branch %d: AvgPool %+v out of range", a.Name, bi, p)
+				}
+				oh, ow := p.out()
+				width = oh * ow
 			}
 		}
 		if width != fashion.NumClasses {
@@ -147,6 +173,8 @@ func (n *net) forward(x []float32, bs int) [][][]float32 {
 				}
 			case AvgPool2:
 				next = avgPool2(cur, bs)
+			case AvgPool:
+				next = avgPool(cur, bs, l.Pool)
 			}
 			a = append(a, next)
 			cur = next
@@ -179,6 +207,31 @@ func avgPool2(x []float32, bs int) []float32 {
 			for j := 0; j < ow; j++ {
 				s := src[2*i*w+2*j] + src[2*i*w+2*j+1] + src[(2*i+1)*w+2*j] + src[(2*i+1)*w+2*j+1]
 				dst[i*ow+j] = s * 0.25
+			}
+		}
+	}
+	return out
+}
+
+// avgPool pools each 28×28 image of x with p (no padding).
+func avgPool(x []float32, bs int, p PoolShape) []float32 {
+	const h, w = fashion.Rows, fashion.Cols
+	oh, ow := p.out()
+	inv := 1 / float32(p.KH*p.KW)
+	out := make([]float32, bs*oh*ow)
+	for r := 0; r < bs; r++ {
+		src := x[r*h*w : (r+1)*h*w]
+		dst := out[r*oh*ow : (r+1)*oh*ow]
+		for i := 0; i < oh; i++ {
+			for j := 0; j < ow; j++ {
+				var s float32
+				for di := 0; di < p.KH; di++ {
+					row := src[(i*p.SH+di)*w+j*p.SW:]
+					for dj := 0; dj < p.KW; dj++ {
+						s += row[dj]
+					}
+				}
+				dst[i*ow+j] = s * inv
 			}
 		}
 	}
@@ -238,7 +291,7 @@ func (n *net) backward(acts [][][]float32, g []float32, bs int) {
 					}
 				}
 				cur = gin
-			case AvgPool2:
+			case AvgPool2, AvgPool:
 				// First layer by construction: nothing upstream needs its gradient.
 			}
 		}
@@ -339,6 +392,17 @@ func (n *net) export(meta map[string]string) *onnx.Model {
 					onnx.Node{Name: prefix + "to_image", OpType: "Reshape", Inputs: []string{cur, shape}, Outputs: []string{prefix + "image"}},
 					onnx.Node{Name: prefix + "pool", OpType: "AveragePool", Inputs: []string{prefix + "image"}, Outputs: []string{prefix + "pooled"},
 						Attributes: []onnx.Attribute{onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("strides", 2, 2)}},
+					onnx.Node{Name: prefix + "flatten", OpType: "Flatten", Inputs: []string{prefix + "pooled"}, Outputs: []string{prefix + "flat"},
+						Attributes: []onnx.Attribute{onnx.IntAttr("axis", 1)}})
+				cur = prefix + "flat"
+			case AvgPool:
+				p := l.Pool
+				shape := prefix + "image_shape"
+				g.Initializers = append(g.Initializers, onnx.Int64Tensor(shape, []int64{4}, []int64{-1, 1, fashion.Rows, fashion.Cols}))
+				g.Nodes = append(g.Nodes,
+					onnx.Node{Name: prefix + "to_image", OpType: "Reshape", Inputs: []string{cur, shape}, Outputs: []string{prefix + "image"}},
+					onnx.Node{Name: prefix + "pool", OpType: "AveragePool", Inputs: []string{prefix + "image"}, Outputs: []string{prefix + "pooled"},
+						Attributes: []onnx.Attribute{onnx.IntsAttr("kernel_shape", int64(p.KH), int64(p.KW)), onnx.IntsAttr("strides", int64(p.SH), int64(p.SW))}},
 					onnx.Node{Name: prefix + "flatten", OpType: "Flatten", Inputs: []string{prefix + "pooled"}, Outputs: []string{prefix + "flat"},
 						Attributes: []onnx.Attribute{onnx.IntAttr("axis", 1)}})
 				cur = prefix + "flat"

@@ -23,6 +23,14 @@ type Config struct {
 	LearningRate float64
 	// LRDecay multiplies the learning rate after every epoch (0 < LRDecay ≤ 1).
 	LRDecay float64
+	// Bootstrap trains on one bootstrap resample of the training set (as many images, drawn with
+	// replacement, Breiman's bagging) instead of the set itself: members trained on different
+	// resamples make less correlated errors.
+	Bootstrap bool
+	// Shift translates each training image by a random whole number of pixels in [−Shift, Shift]
+	// along each axis (zero fill) every time it is used: a cheap augmentation that also
+	// decorrelates members; 0 disables it, at most 4.
+	Shift int
 	// Log receives one progress line per epoch; nil discards them.
 	Log io.Writer
 }
@@ -44,6 +52,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train config: LearningRate %v must be > 0", c.LearningRate)
 	case !(c.LRDecay > 0 && c.LRDecay <= 1):
 		return fmt.Errorf("train config: LRDecay %v must be in (0, 1]", c.LRDecay)
+	case c.Shift < 0 || c.Shift > 4:
+		return fmt.Errorf("train config: Shift %d must be in [0, 4]", c.Shift)
 	}
 	return nil
 }
@@ -72,6 +82,13 @@ func Train(ctx context.Context, arch Arch, set *fashion.Set, cfg Config) (*Resul
 	for i := range order {
 		order[i] = i
 	}
+	if cfg.Bootstrap {
+		// Its own stream, so bagging does not change the initial weights drawn above.
+		brng := rand.New(rand.NewPCG(cfg.Seed, 0xba66))
+		for i := range order {
+			order[i] = brng.IntN(len(order))
+		}
+	}
 	x := make([]float32, cfg.BatchSize*fashion.Pixels)
 	labels := make([]uint8, cfg.BatchSize)
 	lr := cfg.LearningRate
@@ -87,8 +104,14 @@ func Train(ctx context.Context, arch Arch, set *fashion.Set, cfg Config) (*Resul
 			bs := min(cfg.BatchSize, len(order)-b0)
 			for r := 0; r < bs; r++ {
 				idx := order[b0+r]
-				for p, v := range set.Image(idx) {
-					x[r*fashion.Pixels+p] = float32(v) / 255
+				dst := x[r*fashion.Pixels : (r+1)*fashion.Pixels]
+				if cfg.Shift == 0 {
+					for p, v := range set.Image(idx) {
+						dst[p] = float32(v) / 255
+					}
+				} else {
+					dy, dx := rng.IntN(2*cfg.Shift+1)-cfg.Shift, rng.IntN(2*cfg.Shift+1)-cfg.Shift
+					shifted(dst, set.Image(idx), dy, dx)
 				}
 				labels[r] = set.Labels[idx]
 			}
@@ -111,5 +134,23 @@ func Train(ctx context.Context, arch Arch, set *fashion.Set, cfg Config) (*Resul
 		"sloserve.epochs": fmt.Sprint(cfg.Epochs),
 		"sloserve.input":  "pixel/255, row-major 28x28",
 	}
+	if cfg.Bootstrap {
+		meta["sloserve.bootstrap"] = "true"
+	}
+	if cfg.Shift > 0 {
+		meta["sloserve.shift"] = fmt.Sprint(cfg.Shift)
+	}
 	return &Result{Model: n.export(meta), Params: n.params(), FinalLoss: lastLoss, Elapsed: time.Since(start)}, nil
+}
+
+// shifted writes img/255 translated by (dy, dx) pixels into dst, zero-filling what moves in.
+func shifted(dst []float32, img []byte, dy, dx int) {
+	clear(dst)
+	for r := max(0, dy); r < min(fashion.Rows, fashion.Rows+dy); r++ {
+		src := img[(r-dy)*fashion.Cols:]
+		row := dst[r*fashion.Cols:]
+		for c := max(0, dx); c < min(fashion.Cols, fashion.Cols+dx); c++ {
+			row[c] = float32(src[c-dx]) / 255
+		}
+	}
 }

@@ -34,8 +34,8 @@ func TestTrainLearnsAndExports(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Epochs = 3
 	for _, spec := range Bundled() {
-		if spec.Arch.Name != "logreg" && spec.Arch.Name != "pool-mlp64" && spec.Arch.Name != "branch2" {
-			continue // one chain, one pooled front end, one two-branch DAG keep the test quick
+		if spec.Arch.Name != "logreg" && spec.Arch.Name != "pool-mlp64" && spec.Arch.Name != "branch2" && spec.Arch.Name != "pool3s2-mlp256" {
+			continue // one chain, two pooled front ends, one two-branch DAG keep the test quick
 		}
 		t.Run(spec.Arch.Name, func(t *testing.T) {
 			res, err := Train(context.Background(), spec.Arch, set, cfg)
@@ -86,6 +86,97 @@ func TestTrainIsDeterministic(t *testing.T) {
 	}
 }
 
+func TestBootstrapAndShiftAreDeterministic(t *testing.T) {
+	set := stripes(200)
+	cfg := DefaultConfig()
+	cfg.Epochs = 1
+	arch := Bundled()[2].Arch
+	plain, err := Train(context.Background(), arch, set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bootstrap, cfg.Shift = true, 1
+	a, err := Train(context.Background(), arch, set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Train(context.Background(), arch, set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onnx.Marshal(a.Model), onnx.Marshal(b.Model)) {
+		t.Error("two bagged, shifted runs with the same seed exported different models")
+	}
+	if bytes.Equal(onnx.Marshal(a.Model), onnx.Marshal(plain.Model)) {
+		t.Error("bagging and shifts did not change the model")
+	}
+}
+
+func TestShifted(t *testing.T) {
+	img := make([]byte, fashion.Pixels)
+	img[5*fashion.Cols+7] = 255
+	tests := []struct {
+		name           string
+		dy, dx         int
+		wantRow, wantC int // -1: the pixel left the image
+	}{
+		{"none", 0, 0, 5, 7},
+		{"down right", 1, 2, 6, 9},
+		{"up left", -1, -1, 4, 6},
+		{"off the left edge", 0, -8, -1, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := make([]float32, fashion.Pixels)
+			for i := range dst {
+				dst[i] = 9 // stale values must be cleared
+			}
+			shifted(dst, img, tc.dy, tc.dx)
+			var lit []int
+			for i, v := range dst {
+				if v != 0 {
+					lit = append(lit, i)
+				}
+			}
+			want := []int{}
+			if tc.wantRow >= 0 {
+				want = []int{tc.wantRow*fashion.Cols + tc.wantC}
+			}
+			if len(lit) != len(want) || len(want) == 1 && (lit[0] != want[0] || dst[want[0]] != 1) {
+				t.Errorf("lit pixels (-want +got):\n-%v\n+%v", want, lit)
+			}
+		})
+	}
+}
+
+func TestAvgPool(t *testing.T) {
+	// The trainer's pooling must be ONNX AveragePool's (no padding, floor): window means.
+	for _, p := range []PoolShape{{2, 2, 2, 2}, {3, 3, 2, 2}, {1, 28, 1, 1}, {28, 1, 1, 1}, {4, 4, 4, 4}} {
+		oh, ow := p.out()
+		x := make([]float32, fashion.Pixels)
+		for i := range x {
+			x[i] = float32(i%13) / 13
+		}
+		got := avgPool(x, 1, p)
+		if len(got) != oh*ow {
+			t.Fatalf("pool %+v: %d outputs, want %d", p, len(got), oh*ow)
+		}
+		// Spot-check the last window by hand.
+		var s float32
+		for di := 0; di < p.KH; di++ {
+			for dj := 0; dj < p.KW; dj++ {
+				s += x[((oh-1)*p.SH+di)*fashion.Cols+(ow-1)*p.SW+dj]
+			}
+		}
+		if want := s * (1 / float32(p.KH*p.KW)); got[len(got)-1] != want {
+			t.Errorf("pool %+v: last output (-want +got): -%v +%v", p, want, got[len(got)-1])
+		}
+	}
+	if got := avgPool(make([]float32, fashion.Pixels), 1, PoolShape{2, 2, 2, 2}); len(got) != 196 {
+		t.Errorf("2×2 pool gives %d values, want 196", len(got))
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -95,6 +186,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero batch", func(c *Config) { c.BatchSize = 0 }},
 		{"negative lr", func(c *Config) { c.LearningRate = -1 }},
 		{"decay above one", func(c *Config) { c.LRDecay = 1.5 }},
+		{"negative shift", func(c *Config) { c.Shift = -1 }},
+		{"shift above four", func(c *Config) { c.Shift = 5 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +201,16 @@ func TestConfigValidate(t *testing.T) {
 	for _, s := range Bundled() {
 		if err := s.Arch.Validate(); err != nil {
 			t.Errorf("bundled arch %s: %v", s.Arch.Name, err)
+		}
+	}
+	bad := []Arch{
+		{Name: "pool-late", Branches: [][]Layer{{{Kind: Dense, In: 784, Out: 784}, {Kind: AvgPool, Pool: PoolShape{2, 2, 2, 2}}, {Kind: Dense, In: 196, Out: 10}}}},
+		{Name: "pool-zero", Branches: [][]Layer{{{Kind: AvgPool}, {Kind: Dense, In: 1, Out: 10}}}},
+		{Name: "pool-width", Branches: [][]Layer{pooled(PoolShape{2, 2, 2, 2}, 64)[:1]}},
+	}
+	for _, a := range bad {
+		if err := a.Validate(); err == nil {
+			t.Errorf("arch %s: Validate = nil, want an error", a.Name)
 		}
 	}
 }
