@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,24 @@ func monitor(start time.Time, stop <-chan struct{}) <-chan []sample {
 		}
 	}()
 	return out
+}
+
+// median returns the median reading of each resource in ss.
+func median(ss []sample) sample {
+	if len(ss) == 0 {
+		return sample{}
+	}
+	pick := func(f func(sample) float64) float64 {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = f(s)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return sample{At: ss[len(ss)-1].At, Goroutines: int(pick(func(s sample) float64 { return float64(s.Goroutines) })),
+		HeapMB: pick(func(s sample) float64 { return s.HeapMB }), RSSMB: pick(func(s sample) float64 { return s.RSSMB }),
+		FDs: int(pick(func(s sample) float64 { return float64(s.FDs) }))}
 }
 
 // peak returns the largest reading of each resource in ss[from:to].
@@ -216,13 +235,12 @@ func TestOverload(t *testing.T) {
 	t.Logf("cold (own instance, %.0f rps): attainment of admitted requests %.4f (all %.4f), p99 %.1f ms, codes %v",
 		0.25*capacity, coldAtt, cs.SLOAttainment, cs.LatencyMS.P99, cold.Codes)
 	n := len(ss)
-	first, second := peak(ss, 0, n/2), peak(ss, n/2, n)
-	t.Logf("peak first half:  %v", first)
-	t.Logf("peak second half: %v", second)
-	for _, i := range []int{4, 9, 29, n/2 - 1, n - 2} {
-		if i >= 0 && i < n {
-			t.Logf("sample %v", ss[i])
-		}
+	first, second := median(ss[:n/2]), median(ss[n/2:])
+	t.Logf("median first half:  %v", first)
+	t.Logf("median second half: %v", second)
+	t.Logf("peak:               %v", peak(ss, 0, n))
+	for i := 4; i < n; i += 5 {
+		t.Logf("sample %v", ss[i])
 	}
 	if s.Requests != s.Completed+s.Failed+s.Rejected || hot.Codes[0] != 0 {
 		t.Errorf("lost requests: %d ≠ %d + %d + %d, %d without an answer", s.Requests, s.Completed, s.Failed, s.Rejected, hot.Codes[0])
@@ -237,6 +255,9 @@ func TestOverload(t *testing.T) {
 		t.Errorf("cold model under the hot model's overload: attainment of admitted %.4f, %d of %d refused; want ≥ 0.98 and ≤ 5 %% (no head-of-line blocking)",
 			coldAtt, cs.Rejected, cs.Requests)
 	}
+	// The gateway's own state is bounded by the queue limits and admission; what varies is the
+	// number of connections the load generator holds open (≤ its MaxInFlight), which follows
+	// the shared machine's scheduling delays, hence medians rather than peaks.
 	if second.Goroutines > first.Goroutines*3/2+100 || second.HeapMB > first.HeapMB*1.5+32 {
 		t.Errorf("no plateau: goroutines %d → %d, heap %.1f → %.1f MB", first.Goroutines, second.Goroutines, first.HeapMB, second.HeapMB)
 	}
