@@ -108,7 +108,8 @@ func TestAdmit(t *testing.T) {
 		done     time.Duration
 	}{
 		{"no estimate yet: two rounds", AdmissionFacts{Queued: 2, MaxBatch: 1, Slots: 1}, time.Millisecond, true, 0},
-		{"no estimate yet: not three", AdmissionFacts{Queued: 2, MaxBatch: 1, Slots: 1, Busy: 1}, time.Hour, false, 0},
+		{"no estimate yet: the batches in flight aside", AdmissionFacts{Queued: 2, MaxBatch: 1, Slots: 1, Busy: 1}, time.Millisecond, true, 0},
+		{"no estimate yet: not three", AdmissionFacts{Queued: 3, MaxBatch: 1, Slots: 1, Busy: 1}, time.Hour, false, 0},
 		{"no instance usable: wait for one", AdmissionFacts{Queued: 1000, MaxBatch: 1, BatchTime: time.Second}, time.Millisecond, true, 0},
 		{"one round and the slack fit", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, BatchTime: 10 * time.Millisecond}, 20 * time.Millisecond, true, 10 * time.Millisecond},
 		{"one round without the slack does not", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, BatchTime: 10 * time.Millisecond}, 19 * time.Millisecond, false, 10 * time.Millisecond},

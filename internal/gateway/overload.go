@@ -71,7 +71,7 @@ func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
 	per := mb * f.Slots
 	rounds := (f.Queued + max(f.Busy, 0)*mb + per - 1) / per
 	if f.BatchTime <= 0 {
-		if rounds > coldRounds {
+		if (f.Queued+per-1)/per > coldRounds { // the queue alone; the batches in flight have no known end yet
 			return Admission{RetryAfter: time.Second, Reason: "no estimate: queue beyond the cold bound"}
 		}
 		return Admission{Admit: true, Reason: "no estimate"}
@@ -84,8 +84,8 @@ func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
 	return Admission{Admit: true, Done: done, Reason: "deadline reachable"}
 }
 
-// coldRounds bounds the queue, in rounds of full batches on every slot, before the first batch
-// has completed and its time is known: a burst at start-up would otherwise fill the queue with
+// coldRounds bounds the queue (the batches in flight aside), in rounds of full batches on every
+// slot, before the first batch has completed and its time is known: a burst at start-up would otherwise fill the queue with
 // requests that time out (measured: 20 of 800 at 10× capacity in test/soak).
 const coldRounds = 2
 
