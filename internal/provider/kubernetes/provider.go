@@ -56,6 +56,12 @@ type Provider struct {
 	// manual leaves Step to the caller (tests); the loop then only waits.
 	manual bool
 
+	// stepMu serialises Step; noticed remembers the pods Step has already noticed (by UID, with
+	// their replacement) until the informer cache shows the annotation, so a quick second Step
+	// does not launch a second replacement.
+	stepMu  sync.Mutex
+	noticed map[string]bool // key: UID/name
+
 	mu      sync.Mutex
 	started bool
 	stop    context.CancelFunc
@@ -73,7 +79,7 @@ func New(client clientset.Interface, cfg Config, log *slog.Logger) (*Provider, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Provider{client: client, cfg: cfg, log: log, now: time.Now, nudge: make(chan struct{}, 1)}
+	p := &Provider{client: client, cfg: cfg, log: log, now: time.Now, nudge: make(chan struct{}, 1), noticed: map[string]bool{}}
 	p.podFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = Selector() }))
@@ -305,6 +311,8 @@ func (p *Provider) interruptedNodes() (map[string]bool, error) {
 // the same Spec is launched away from interrupted nodes. An interrupted pod is deleted once its
 // replacement is Ready or Config.InterruptionGrace has passed (the cloud's reclaim).
 func (p *Provider) Step(ctx context.Context, now time.Time) error {
+	p.stepMu.Lock()
+	defer p.stepMu.Unlock()
 	bad, err := p.interruptedNodes()
 	if err != nil {
 		return err
@@ -314,8 +322,15 @@ func (p *Provider) Step(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("list pods: %w", err)
 	}
 	byName := make(map[string]*corev1.Pod, len(pods))
+	live := make(map[string]bool, len(pods))
 	for _, pod := range pods {
 		byName[pod.Name] = pod
+		live[noticeKey(pod)] = true
+	}
+	for k := range p.noticed {
+		if !live[k] {
+			delete(p.noticed, k)
+		}
 	}
 	var errs []error
 	for _, pod := range pods {
@@ -324,10 +339,14 @@ func (p *Provider) Step(ctx context.Context, now time.Time) error {
 		}
 		at, noticed := pod.Annotations[AnnotationInterrupted]
 		if !noticed {
-			if !bad[pod.Spec.NodeName] {
+			if !bad[pod.Spec.NodeName] || p.noticed[noticeKey(pod)] {
 				continue
 			}
-			errs = append(errs, p.notice(ctx, pod, now))
+			if err := p.notice(ctx, pod, now); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.noticed[noticeKey(pod)] = true
 			continue
 		}
 		since, perr := time.Parse(time.RFC3339Nano, at)
@@ -347,6 +366,8 @@ func (p *Provider) Step(ctx context.Context, now time.Time) error {
 	}
 	return errors.Join(errs...)
 }
+
+func noticeKey(pod *corev1.Pod) string { return string(pod.UID) + "/" + pod.Name }
 
 // notice marks pod interrupted and launches its replacement.
 func (p *Provider) notice(ctx context.Context, pod *corev1.Pod, now time.Time) error {

@@ -229,6 +229,7 @@ func TestProviderOnControlPlane(t *testing.T) {
 	cfg.Namespace = ns
 	cfg.Resync = 500 * time.Millisecond
 	cfg.InterruptionGrace = 2 * time.Minute
+	cfg.StopTimeout = time.Second // KWOK deletes a pod once its grace period is over
 	p, err := kubernetes.New(sacs, cfg, log.With("component", "provider"))
 	if err != nil {
 		t.Fatal(err)
