@@ -76,6 +76,14 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	case *chaosEvery < 100*time.Millisecond:
 		return usagef("demo: --chaos-every must be ≥ 100ms, got %v", *chaosEvery)
 	}
+	cc := chaos.DefaultConfig()
+	cc.Every = *chaosEvery
+	for _, k := range strings.Split(*chaosKinds, ",") {
+		cc.Kinds = append(cc.Kinds, chaos.Kind(strings.TrimSpace(k)))
+	}
+	if err := cc.Validate(); err != nil {
+		return usagef("demo: --chaos-kinds / --chaos-every: %v", err)
+	}
 	if *chaosOn && !flagSet(fs, "instances") {
 		*instances = 3 // a fault then leaves two of three workers serving
 	}
@@ -146,14 +154,6 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	var monkey *chaos.Monkey
 	chaosDone := make(chan struct{})
 	if *chaosOn {
-		cc := chaos.DefaultConfig()
-		cc.Every = *chaosEvery
-		for _, k := range strings.Split(*chaosKinds, ",") {
-			cc.Kinds = append(cc.Kinds, chaos.Kind(strings.TrimSpace(k)))
-		}
-		if err := cc.Validate(); err != nil {
-			return usagef("demo: --chaos-kinds: %v", err)
-		}
 		if monkey, err = chaos.New(st.Provider, cc, log); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
