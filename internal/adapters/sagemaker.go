@@ -40,7 +40,7 @@ func NewSageMakerHandler(core oip.Core, defaultModel string, opts Options) http.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.writeError(w, fmt.Errorf("%w: no endpoint %s %s (SageMaker serves GET /ping and POST /invocations)", oip.ErrNotFound, r.Method, r.URL.Path))
 	})
-	return p.guard(mux)
+	return oip.CleanPaths(p.guard(mux))
 }
 
 func (p *predictor) ping(w http.ResponseWriter, r *http.Request, model string) {

@@ -35,7 +35,7 @@ func NewV1Handler(core oip.Core, opts Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.writeError(w, fmt.Errorf("%w: no endpoint %s %s", oip.ErrNotFound, r.Method, r.URL.Path))
 	})
-	return p.guard(mux)
+	return oip.CleanPaths(p.guard(mux))
 }
 
 // guard answers 500 JSON when the handler was built over a nil Core instead of panicking.

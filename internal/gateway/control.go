@@ -12,6 +12,7 @@ import (
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/dashboard"
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -95,5 +96,5 @@ func mount(h http.Handler, cfg config.Config, g *Gateway, reg prometheus.Gathere
 	mux.Handle("GET /ping", sm)
 	mux.Handle("POST /invocations", sm)
 	mux.Handle("/", h)
-	return mux, d, nil
+	return oip.CleanPaths(mux), d, nil
 }

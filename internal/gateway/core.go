@@ -138,7 +138,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/", h)
-	return mux, nil
+	return oip.CleanPaths(mux), nil
 }
 
 // observe counts one answered inference request; requests for unknown models are not counted,

@@ -147,6 +147,12 @@ type handler struct {
 
 // ServeHTTP routes r; requests no pattern matches get the mux's 404 or 405 as a JSON error.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !IsCleanPath(r.URL.Path) {
+		start := h.opts.Now()
+		code := h.writeError(w, fmt.Errorf("%w: path %q is not clean (empty, \".\" or \"..\" segment)", ErrNotFound, r.URL.Path))
+		h.observe(Observation{Route: RouteUnknown, Code: code}, start)
+		return
+	}
 	hd, pattern := h.mux.Handler(r)
 	if pattern != "" {
 		h.mux.ServeHTTP(w, r) // sets the path values; Handler does not
