@@ -113,8 +113,11 @@ type modelState struct {
 	last    Reading
 	lastAt  time.Time
 	started bool
-	view    View
-	line    []Point
+	// costUSD and instanceSeconds accumulate in the step goroutine only; view and line are
+	// read by View and Timeline from other goroutines and are guarded by Controller.mu.
+	costUSD, instanceSeconds float64
+	view                     View
+	line                     []Point
 }
 
 // Controller is the live control loop. Step and Run are called from one goroutine; View,
@@ -239,8 +242,8 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		}
 		// Cost: every instance that exists bills for the period.
 		secs := float64(len(fleet)) * period.Seconds()
-		m.view.InstanceSeconds += secs
-		m.view.CostUSD += secs * m.PricePerHour / 3600
+		m.instanceSeconds += secs
+		m.costUSD += secs * m.PricePerHour / 3600
 		m.last, m.lastAt = r, now
 	}
 	d := m.Scaler.Scale(autoscale.Snapshot{Fleet: fleet, History: m.history}, now)
@@ -296,7 +299,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		h := m.history[n-1]
 		rate = float64(h.Arrivals) / h.Period.Seconds()
 	}
-	v := View{At: now, ArrivalRate: rate, Reason: d.Reason, CostUSD: m.view.CostUSD, InstanceSeconds: m.view.InstanceSeconds}
+	v := View{At: now, ArrivalRate: rate, Reason: d.Reason, CostUSD: m.costUSD, InstanceSeconds: m.instanceSeconds}
 	if m.Forecast != nil {
 		v.Forecast, v.Horizon, v.HasForecast = m.Forecast()
 	}
