@@ -161,6 +161,9 @@ type FunctionView struct {
 	Rate, RateNow float64
 	// Arrivals counts the function's arrivals so far.
 	Arrivals int64
+	// Met and Missed count the function's finished requests so far: completed within its SLO,
+	// and completed over it or failed (for an SLO monitor, MArk §4.4).
+	Met, Missed int64
 	// Instances are the live instances (starting or ready; not draining), in launch order.
 	Instances []InstanceView
 }
@@ -189,6 +192,9 @@ type InstanceLaunch struct {
 	// Exec is the predicted batch execution time and Bounds its Eq. 1 rate bounds.
 	Exec   time.Duration
 	Bounds infless.Bounds
+	// Batching, when set, is the instance's own batching policy (it is told every completed
+	// batch); nil means INFless's: batching.NewFixed(Batch, Timeout).
+	Batching batching.Policy
 }
 
 // ClusterDecision is a policy's answer.
@@ -201,6 +207,17 @@ type ClusterDecision struct {
 	// Weights are dispatch weights (requests per second) by instance ID, for the instances live
 	// after the decision; instances without one keep theirs (a new instance starts at r_up).
 	Weights map[int]float64
+	// Reasons explain the decision, one line per launch, release or setting, each naming the
+	// piece that made it; the engine does not read them.
+	Reasons []string
+}
+
+// ClusterQueueDispatch is implemented by a ClusterPolicy whose requests go to the ready instance
+// with the least queued work per unit of its dispatch weight — (queued + in service + 1) / weight,
+// dispatch.WeightedLeastOutstanding over the instance queues — instead of splitting arrivals in
+// proportion to the weights (the default, INFless's dispatcher).
+type ClusterQueueDispatch interface {
+	DispatchByQueue() bool
 }
 
 // ClusterResult is the outcome of a cluster run.
@@ -228,7 +245,7 @@ const (
 type cInst struct {
 	InstanceLaunch
 	curve      profile.Curve
-	pol        *batching.Fixed
+	pol        batching.Policy
 	q          ring
 	ready      bool
 	busy       bool
@@ -244,6 +261,8 @@ type cInst struct {
 type cFn struct {
 	ClusterFunction
 	rec      *slo.Recorder
+	met      int64
+	missed   int64
 	pending  ring
 	live     []int // live (not ended) instance ids, launch order
 	win      []int // arrivals per control period, ring over RateWindow
@@ -268,6 +287,8 @@ type cEngine struct {
 	sig   float64
 	cands []dispatch.Instance
 	cidx  []int
+	// byQueue dispatches by queued work (ClusterQueueDispatch) instead of by assigned counts.
+	byQueue bool
 
 	queued, inflight int
 	arrivalsLeft     int
@@ -307,6 +328,9 @@ func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, p
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0xc1a57e)), byBatch: map[int]int{}}
 	if e.beta == 0 {
 		e.beta = cluster.DefaultBeta
+	}
+	if qd, ok := pol.(ClusterQueueDispatch); ok {
+		e.byQueue = qd.DispatchByQueue()
 	}
 	if cfg.NoiseCV > 0 {
 		e.sig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
@@ -426,7 +450,11 @@ func (e *cEngine) pick(fn *cFn) int {
 		if !in.ready || in.draining {
 			continue
 		}
-		e.cands = append(e.cands, dispatch.Instance{Free: 1, Outstanding: in.assigned, Weight: in.weight})
+		out := in.assigned
+		if e.byQueue {
+			out = in.q.n + len(in.inflight)
+		}
+		e.cands = append(e.cands, dispatch.Instance{Free: 1, Outstanding: out, Weight: in.weight})
 		e.cidx = append(e.cidx, id)
 	}
 	k := dispatch.WeightedLeastOutstanding(e.cands)
@@ -446,6 +474,7 @@ func (e *cEngine) enqueue(i int, arrival int64) {
 func (e *cEngine) fail(fn *cFn) {
 	e.queued--
 	e.timeouts++
+	fn.missed++
 	fn.rec.Failed()
 }
 
@@ -502,9 +531,22 @@ func (e *cEngine) done(i int) {
 	in := e.insts[i]
 	fn := e.fns[in.Function]
 	for _, a := range in.inflight {
-		fn.rec.Completed(time.Duration(e.now-a), slo.TierVM)
+		lat := time.Duration(e.now - a)
+		fn.rec.Completed(lat, slo.TierVM)
+		if lat <= fn.SLO.Threshold {
+			fn.met++
+		} else {
+			fn.missed++
+		}
 	}
 	e.inflight -= len(in.inflight)
+	if _, fixed := in.pol.(*batching.Fixed); !fixed {
+		arr := make([]time.Time, len(in.inflight))
+		for k, a := range in.inflight {
+			arr[k] = e.t(a)
+		}
+		in.pol.Observe(batching.Outcome{Size: len(in.inflight), Dispatched: e.t(in.batchStart), Completed: e.t(e.now), Arrivals: arr}, e.t(e.now))
+	}
 	in.inflight = in.inflight[:0]
 	in.busy = false
 	e.pump(i)
@@ -579,7 +621,8 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow}
+		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow,
+			Met: fn.met, Missed: fn.missed}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}
@@ -632,7 +675,11 @@ func (e *cEngine) control() error {
 			return fmt.Errorf("policy %s: launch %s: %w", e.pol.Name(), fn.Name, err)
 		}
 		b := max(l.Batch, 1)
-		in := &cInst{InstanceLaunch: l, curve: c, pol: batching.NewFixed(b, l.Timeout), wakeAt: -1, weight: l.Bounds.Up}
+		var bp batching.Policy = batching.NewFixed(b, l.Timeout)
+		if l.Batching != nil {
+			bp = l.Batching
+		}
+		in := &cInst{InstanceLaunch: l, curve: c, pol: bp, wakeAt: -1, weight: l.Bounds.Up}
 		e.insts = append(e.insts, in)
 		id := len(e.insts) - 1
 		fn.live = append(fn.live, id)
