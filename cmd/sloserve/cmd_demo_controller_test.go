@@ -41,6 +41,12 @@ func TestDemoControllerScalesUpAndDown(t *testing.T) {
 		t.Fatalf("summary: %v: %s", err, out.String())
 	}
 	peak, end := s.Extra["instances_peak"], s.Extra["instances_end"]
+	if late := s.Extra["client_late_sends"]; s.Requests > 0 && late > 0.5*float64(s.Requests) {
+		// More than half the requests left the generator over 1 ms late: the machine is too
+		// starved to run the load it is asked to measure (seen at load average 28 on 2 cores),
+		// so neither the scaling nor the attainment says anything about the controller.
+		t.Skipf("machine starved: %.0f of %d requests sent late; attainment %.4f not a measurement", late, s.Requests, s.SLOAttainment)
+	}
 	t.Logf("attainment %.4f, instances peak %.0f end %.0f, cost $%.6f, %d requests, latency %+v, extra %v", s.SLOAttainment, peak, end, s.CostUSD.Total, s.Requests, s.LatencyMS, s.Extra)
 	if peak < 3 {
 		t.Errorf("instances_peak = %.0f, want ≥ 3 for a burst of 300 rps on workers of 100 rps", peak)
