@@ -34,8 +34,25 @@ func runSim(ctx context.Context, args []string, e env) error {
 	plotDir := fs.String("plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
 	scoreboard := fs.Bool("scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
 	traceDirs := fs.String("traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
+	setting := fs.String("setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
+	dataDir := fs.String("data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
+	servers := fs.Int("servers", 0, "--setting infless: cluster servers of 16 threads + 1 GPU (default 1024)")
+	meanRPS := fs.Float64("mean-rps", 0, "--setting cocktail: scale the trace sample to this mean rate (default 50)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *setting != "" {
+		if *scoreboard || *configPath != "" || *seriesPath != "" || *plotDir != "" || *rateScale != 0 || *sloMS != 0 || *sloTarget != 0 || *traceDirs != "" {
+			return usagef("sim: --setting takes only --policy, --trace, --data, --max-rps, --mean-rps, --duration, --servers, --seed and --json")
+		}
+		if *servers < 0 || *meanRPS < 0 || *maxRPS < 0 || *duration < 0 {
+			return usagef("sim: --servers, --mean-rps, --max-rps and --duration must be ≥ 0")
+		}
+		return runSimSetting(ctx, e, simSetting{name: *setting, policy: *policy, trace: *tracePath, data: *dataDir, maxRPS: *maxRPS,
+			meanRPS: *meanRPS, duration: *duration, seed: *seed, servers: *servers, asJSON: *asJSON})
+	}
+	if *servers != 0 || *meanRPS != 0 {
+		return usagef("sim: --servers and --mean-rps need --setting")
 	}
 	if *scoreboard {
 		if *tracePath != "" || *configPath != "" || *seriesPath != "" || *plotDir != "" || *rateScale != 0 || *maxRPS != 0 {

@@ -313,7 +313,7 @@ func (e *eEngine) setup() error {
 		rate = w.PeakRPS
 	}
 	for i, p := range e.pools {
-		need := poolSlots(rate*share[i], p.m.Latency, pol.Staffing)
+		need := pol.slots(rate*share[i], p.m.Latency, e.cfg.SLO.Threshold)
 		if pol.Scaling == ScaleStaticPeak {
 			p.static = need
 		}
@@ -878,7 +878,7 @@ func (e *eEngine) scale(rate float64) {
 		if e.pol.Scaling == ScaleStaticPeak {
 			need = p.static
 		} else {
-			need = poolSlots(lp*weights[p.m.Name], p.m.Latency, e.pol.Staffing)
+			need = e.pol.slots(lp*weights[p.m.Name], p.m.Latency, e.cfg.SLO.Threshold)
 			if p.late > 0 {
 				need = max(need, math.Ceil(float64(have)*(1+DefaultReactiveStep)))
 			}

@@ -83,6 +83,17 @@ type EnsemblePolicy struct {
 	Horizon time.Duration
 	// Staffing is β of the slots rule R + β√R; ≥ 0.
 	Staffing float64
+	// Slots, when set, replaces the slots rule: the slots a pool needs for rps requests per
+	// second of a model with latency lat whose answers are due within deadline of arrival.
+	Slots func(rps float64, lat, deadline time.Duration) float64
+}
+
+// slots is the number of slots pol's pools need for rps of a model of latency lat.
+func (p EnsemblePolicy) slots(rps float64, lat, deadline time.Duration) float64 {
+	if p.Slots != nil {
+		return p.Slots(rps, lat, deadline)
+	}
+	return poolSlots(rps, lat, p.Staffing)
 }
 
 // Validate reports the first field that is out of range.
