@@ -72,6 +72,27 @@ func (h *histogram) evict(now time.Time) {
 	}
 }
 
+// beyondInto writes into dst the part of h from bin from on (the idle times at least
+// from × width long, out-of-bounds ones included) and returns dst; last becomes dst's forecast
+// (the most recent of those idle times). dst's bins are reused when long enough.
+func (h *histogram) beyondInto(dst *histogram, from int, last time.Duration) *histogram {
+	if cap(dst.bins) < len(h.bins) {
+		dst.bins = make([]int, len(h.bins))
+	}
+	dst.bins = dst.bins[:len(h.bins)]
+	dst.width, dst.window, dst.fifo, dst.head = h.width, 0, nil, 0
+	dst.oob, dst.total, dst.last = h.oob, h.oob, last
+	for b := range dst.bins {
+		if b < from {
+			dst.bins[b] = 0
+			continue
+		}
+		dst.bins[b] = h.bins[b]
+		dst.total += h.bins[b]
+	}
+	return dst
+}
+
 // inBounds is the number of samples inside the histogram's range.
 func (h *histogram) inBounds() int { return h.total - h.oob }
 

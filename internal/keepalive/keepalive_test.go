@@ -88,8 +88,88 @@ func TestHHPHistoryForgets(t *testing.T) {
 	}
 }
 
-func TestLSTHWeightsLongAndShort(t *testing.T) {
+// pauses returns n repetitions of a pause followed by k one-minute idle times (a burst: within
+// LSTH's linger).
+func pauses(pause time.Duration, n, k int) []time.Duration {
+	var out []time.Duration
+	for range n {
+		out = append(out, pause)
+		out = append(out, repeat(min_(1), k)...)
+	}
+	return out
+}
+
+// ceil11 is HHP's loaded-until for a tail bin ending at d: d × 1.1 rounded up.
+func ceil11(d time.Duration) time.Duration { return time.Duration(math.Ceil(float64(d) * 1.1)) }
+
+func TestLSTHWindows(t *testing.T) {
+	linger := 66 * time.Second
+	// 20 pauses of 30 min with bursts between, then an hour of bursts: the last hour has no pause.
+	periodic := append(pauses(min_(30), 20, 5), repeat(min_(1), 61)...)
+	// The same, then three 10-minute pauses within the last hour.
+	recent := append(slices.Clone(periodic), pauses(min_(10), 3, 5)...)
+	// Long: pauses 20 × bin 30 + 3 × bin 10: head bin 10 (pre-warm 9 min), tail bin 30.
+	// Short: 3 × bin 10, loaded until ceil11(11 min).
+	lka, ska := ceil11(min_(31))-min_(9), ceil11(min_(11))-min_(9)
+	tests := []struct {
+		name   string
+		gamma  float64
+		minCV  float64
+		idles  []time.Duration
+		want   Windows
+		reason string
+	}{
+		{"no idle time yet: HHP's standard keep-alive", 0.5, 2, nil, Windows{KeepAlive: 4 * time.Hour}, "uncertain"},
+		{"continuous load: every idle time within the linger, HHP's keep-alive of the burst", 0.5, 2, repeat(0, 50),
+			Windows{KeepAlive: ceil11(min_(1))}, "within the linger"},
+		{"periodic pauses, none in the last hour: linger, unload, reload before the next pause", 0.5, 2, periodic,
+			Windows{Linger: linger, PreWarm: min_(27), KeepAlive: ceil11(min_(31)) - min_(27)}, "no pause in the short window"},
+		{"recent shorter pauses: keep-alive windows mixed from the long pre-warm", 0.5, 2, recent,
+			Windows{Linger: linger, PreWarm: min_(9), KeepAlive: (lka + ska) / 2}, "short keep-alive"},
+		{"γ = 1: the long histogram alone", 1, 2, recent, Windows{Linger: linger, PreWarm: min_(9), KeepAlive: lka}, "γ=1"},
+		{"γ = 0: the short keep-alive alone, pre-warm still the long one", 0, 2, recent,
+			Windows{Linger: linger, PreWarm: min_(9), KeepAlive: ska}, "γ=0"},
+		{"uncertain pauses: standard keep-alive from 0, one interval", 0.5, 1000, recent, Windows{KeepAlive: 4 * time.Hour}, "uncertain"},
+		{"pauses beyond the range: forecast ±15 % around the last pause, not the last idle time", 0.5, 2, pauses(5*time.Hour, 3, 3),
+			Windows{Linger: linger, PreWarm: 255 * time.Minute, KeepAlive: 90 * time.Minute}, "out of bounds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultLSTHConfig()
+			cfg.Gamma, cfg.MinCV = tt.gamma, tt.minCV
+			p, err := NewLSTH(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := p.Windows(observeIdle(p, tt.idles...))
+			if far(w.PreWarm, tt.want.PreWarm) || far(w.KeepAlive, tt.want.KeepAlive) || w.Linger != tt.want.Linger || !strings.Contains(w.Reason, tt.reason) {
+				t.Errorf("Windows (-want +got):\n-linger %v pre %v keep %v (%s)\n+linger %v pre %v keep %v (%s)",
+					tt.want.Linger, tt.want.PreWarm, tt.want.KeepAlive, tt.reason, w.Linger, w.PreWarm, w.KeepAlive, w.Reason)
+			}
+		})
+	}
+}
+
+// TestLSTHShortForgets checks that the short histogram covers only the last hour: once the
+// recent 10-minute pauses are more than an hour old, the long histogram decides alone.
+func TestLSTHShortForgets(t *testing.T) {
+	p, err := NewLSTH(DefaultLSTHConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := observeIdle(p, pauses(min_(10), 3, 0)...)
+	if w := p.Windows(last); !strings.Contains(w.Reason, "short keep-alive") {
+		t.Fatalf("fresh short histogram unused: %s", w.Reason)
+	}
+	if w := p.Windows(last.Add(61 * time.Minute)); !strings.Contains(w.Reason, "no pause in the short window") {
+		t.Errorf("pauses older than an hour still in the short histogram: %s", w.Reason)
+	}
+}
+
+// TestLSTHLiteralMix checks MixWindows, §3.5's formulas read literally.
+func TestLSTHLiteralMix(t *testing.T) {
 	cfg := DefaultLSTHConfig()
+	cfg.MixWindows = true
 	p, err := NewLSTH(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +205,43 @@ func TestLSTHFallsBackWithoutHistory(t *testing.T) {
 	}
 	if w := p.Windows(observeIdle(p)); w.KeepAlive != 4*time.Hour || w.PreWarm != 0 {
 		t.Errorf("Windows without idle times (-want +got):\n-pre 0 keep %v\n+pre %v keep %v", 4*time.Hour, w.PreWarm, w.KeepAlive)
+	}
+}
+
+func TestWindowsLoaded(t *testing.T) {
+	tests := []struct {
+		name string
+		w    Windows
+		// gaps after the invocation, whether each finds the instance loaded, and how long
+		// it was loaded by then.
+		gaps   []time.Duration
+		loaded []bool
+		idle   []time.Duration
+	}{
+		{"keep-alive only", Windows{KeepAlive: min_(10)},
+			[]time.Duration{0, min_(10), min_(11)}, []bool{true, true, false}, []time.Duration{0, min_(10), min_(10)}},
+		{"pre-warm: unloaded right after the invocation (HHP)", Windows{PreWarm: min_(5), KeepAlive: min_(10)},
+			[]time.Duration{0, min_(4), min_(5), min_(15), min_(16)}, []bool{false, false, true, true, false},
+			[]time.Duration{0, 0, 0, min_(10), min_(10)}},
+		{"linger, unload, reload at the pre-warm (LSTH)", Windows{Linger: min_(1), PreWarm: min_(5), KeepAlive: min_(10)},
+			[]time.Duration{0, min_(1), min_(2), min_(5), min_(7), min_(15), min_(20)},
+			[]bool{true, true, false, true, true, true, false},
+			[]time.Duration{0, min_(1), min_(1), min_(1), min_(3), min_(11), min_(11)}},
+		{"linger reaching the pre-warm: one interval", Windows{Linger: min_(2), PreWarm: min_(1), KeepAlive: min_(10)},
+			[]time.Duration{0, 30 * time.Second, min_(11), min_(12)}, []bool{true, true, true, false},
+			[]time.Duration{0, 30 * time.Second, min_(11), min_(11)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, g := range tt.gaps {
+				if got := tt.w.Loaded(g); got != tt.loaded[i] {
+					t.Errorf("Loaded(%v) = %v, want %v", g, got, tt.loaded[i])
+				}
+				if got := tt.w.loadedFor(g); got != tt.idle[i] {
+					t.Errorf("loadedFor(%v) = %v, want %v", g, got, tt.idle[i])
+				}
+			}
+		})
 	}
 }
 
@@ -198,6 +315,8 @@ func TestReplay(t *testing.T) {
 		{"keep alive 10 minutes: only the first start is cold", Windows{KeepAlive: min_(10)}, 1, 1 + 0 + 5 + 2},
 		{"pre-warm 1 minute: the back-to-back minute is cold", Windows{PreWarm: min_(1), KeepAlive: min_(5)}, 2, 0 + 0 + 4 + 1},
 		{"no keep-alive: every gap is cold", Windows{}, 3, 0},
+		{"linger 1 minute, reload at 3: the 5-minute gap is warm", Windows{Linger: min_(1), PreWarm: min_(3), KeepAlive: min_(5)}, 1, 1 + 0 + (1 + 2) + 1},
+		{"linger 1 minute, reload at 3 for 1: the 5-minute gap is cold", Windows{Linger: min_(1), PreWarm: min_(3), KeepAlive: min_(1)}, 2, 1 + 0 + (1 + 1) + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

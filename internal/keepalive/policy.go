@@ -8,14 +8,45 @@ import (
 
 // Windows is a keep-alive decision, both windows measured as in Shahrad et al.: after an
 // invocation ends, the instance is unloaded and reloaded PreWarm later (kept loaded when
-// PreWarm is 0), then kept loaded for KeepAlive.
+// PreWarm is 0), then kept loaded for KeepAlive. LSTH adds Linger: the instance first stays
+// loaded for Linger (a burst may go on), is unloaded, and is reloaded at PreWarm as in HHP.
+// Loaded says which gaps after the invocation find the instance loaded.
 type Windows struct {
 	// PreWarm is how long after the last invocation the instance is (re)loaded.
 	PreWarm time.Duration
 	// KeepAlive is how long the instance stays loaded once (re)loaded.
 	KeepAlive time.Duration
+	// Linger, when PreWarm > 0, keeps the instance loaded for the first Linger after the
+	// invocation before it is unloaded until PreWarm: loaded during [0, Linger] ∪ [PreWarm,
+	// PreWarm+KeepAlive] (one interval when Linger ≥ PreWarm). 0 (no linger) for HHP and the
+	// fixed policy, whose windows are Shahrad et al.'s; LSTH sets it (LSTH.Windows).
+	Linger time.Duration
 	// Reason explains how the windows were derived.
 	Reason string
+}
+
+// Loaded reports whether the instance is loaded gap after the last invocation ended: during
+// [0, PreWarm+KeepAlive] when PreWarm is 0 (or Linger reaches PreWarm), else during
+// [0, Linger] (when Linger > 0) and [PreWarm, PreWarm+KeepAlive].
+func (w Windows) Loaded(gap time.Duration) bool {
+	switch {
+	case gap > w.PreWarm+w.KeepAlive:
+		return false
+	case gap >= w.PreWarm:
+		return true
+	default:
+		return w.Linger > 0 && gap <= w.Linger
+	}
+}
+
+// loadedFor returns how long the instance is loaded during the first d after the last
+// invocation ended (the idle instance-time of a gap of d, or of a trace that ends d later).
+func (w Windows) loadedFor(d time.Duration) time.Duration {
+	d = max(d, 0)
+	if w.PreWarm <= 0 || w.Linger >= w.PreWarm {
+		return min(d, w.PreWarm+w.KeepAlive)
+	}
+	return min(d, w.Linger) + min(max(d-w.PreWarm, 0), w.KeepAlive)
 }
 
 // Policy decides pre-warm and keep-alive windows for one function from its invocation history.

@@ -34,11 +34,12 @@ type Result struct {
 // follows Shahrad et al.'s simulation: one application image per function. A step's invocations
 // may fall anywhere in it, so an active step keeps the image busy for the whole step; its first
 // invocation is cold unless the image is loaded at the step's start, the others are warm. After
-// a busy step ending at e, the policy's windows say the image is loaded during
-// [e+PreWarm, e+PreWarm+KeepAlive] (from e when PreWarm is 0): the next active step starting at
-// s is warm iff s falls in that interval, and the loaded time before s (or the whole keep-alive
-// when it expires first) is idle. The last keep-alive is counted up to the end of the trace.
-// Replay is pure and deterministic.
+// a busy step ending at e, the policy's windows say when the image is loaded (Windows.Loaded):
+// during [e+PreWarm, e+PreWarm+KeepAlive] (from e when PreWarm is 0), and during [e, e+Linger]
+// too when the windows linger. The next active step starting at s is warm iff the image is
+// loaded at s, and all the time it was loaded between e and s is idle (the whole keep-alive
+// when it expired first). The last windows are counted up to the end of the trace. Replay is
+// pure and deterministic.
 func Replay(name string, counts []int, step time.Duration, p Policy) Result {
 	r := Result{Policy: name}
 	t0 := time.Unix(0, 0).UTC()
@@ -60,16 +61,10 @@ func Replay(name string, counts []int, step time.Duration, p Policy) Result {
 			r.ColdStarts++
 		} else {
 			gap := t.Sub(last)
-			load, unload := win.PreWarm, win.PreWarm+win.KeepAlive
-			switch {
-			case gap < load:
-				r.ColdStarts++ // not pre-warmed yet
-			case gap <= unload:
-				r.IdleMinutes += (gap - load).Minutes()
-			default:
-				r.ColdStarts++
-				r.IdleMinutes += win.KeepAlive.Minutes()
+			if !win.Loaded(gap) {
+				r.ColdStarts++ // not (re)loaded yet, or unloaded already
 			}
+			r.IdleMinutes += win.loadedFor(gap).Minutes()
 		}
 		p.Observe(t, busyEnd)
 		win = p.Windows(busyEnd)
@@ -79,10 +74,7 @@ func Replay(name string, counts []int, step time.Duration, p Policy) Result {
 		last, began = busyEnd, true
 	}
 	if began {
-		load := last.Add(win.PreWarm)
-		if load.Before(end) {
-			r.IdleMinutes += min(end.Sub(load), win.KeepAlive).Minutes()
-		}
+		r.IdleMinutes += win.loadedFor(end.Sub(last)).Minutes()
 	}
 	if r.Invocations > 0 {
 		r.ColdStartRate = float64(r.ColdStarts) / float64(r.Invocations)
@@ -150,10 +142,17 @@ type Builder struct {
 // Baselines returns the policies compared on the Azure traces, all with default settings:
 // the fixed 10-minute keep-alive, standard HHP (whole history), HHP over the last 4 hours (the
 // baseline as INFless §3.5 describes it: "tracks the idle times of a configurable duration (e.g.,
-// 4 hours)"), LSTH (γ = 0.5) and LSTH with γ = 0.3 and 0.7.
+// 4 hours)"), LSTH (γ = 0.5) and LSTH with γ = 0.3 and 0.7 (INFless Fig. 16), and three
+// ablations of LSTH: §3.5's formulas read literally (MixWindows), γ = 1 (the long histogram
+// alone) and γ = 1 over the whole history instead of 24 h (HHP's history in LSTH's two-stage
+// windows).
 func Baselines() []Builder {
 	hhp4 := DefaultHHPConfig()
 	hhp4.History = 4 * time.Hour
+	literal := DefaultLSTHConfig()
+	literal.MixWindows = true
+	whole := DefaultLSTHConfig()
+	whole.Long, whole.Gamma = 1<<62, 1
 	return []Builder{
 		{"fixed-10m", func() Policy { return &Fixed{KeepAlive: DefaultFixedKeepAlive} }},
 		{"hhp", func() Policy { p, _ := NewHHP(DefaultHHPConfig()); return p }},
@@ -161,6 +160,9 @@ func Baselines() []Builder {
 		{"lsth", func() Policy { p, _ := NewLSTH(DefaultLSTHConfig()); return p }},
 		{"lsth-g0.3", func() Policy { return lsthGamma(0.3) }},
 		{"lsth-g0.7", func() Policy { return lsthGamma(0.7) }},
+		{"lsth-literal", func() Policy { p, _ := NewLSTH(literal); return p }},
+		{"lsth-g1", func() Policy { return lsthGamma(1) }},
+		{"lsth-whole-g1", func() Policy { p, _ := NewLSTH(whole); return p }},
 	}
 }
 
