@@ -14,16 +14,18 @@ import (
 )
 
 // TestINFlessLoad is the busy-cluster evaluation of docs/infless.md (INFless §5.2 Fig. 11/12,
-// §5.3 Fig. 17/18): OSVT + Q&A on one cluster driven by the burst300-2..4 traces rescaled to a
-// peak of P requests per second per function, for several P, comparing INFless with the
-// BATCH-style uniform baseline, OpenFaaS+ and the Fig. 11 ablations. Throughput per unit of
-// resource is completed requests per β-weighted active-server-second; the fragment ratio is
-// §5.3's (free resources of active servers over their capacity), β-weighted and per dimension.
+// §5.3 Fig. 17/18): OSVT + Q&A on one cluster driven by the burst300-2..4 traces (first 15
+// minutes) and by Azure fn2–fn4 (12:00–13:00 of day 1), rescaled to a peak of P requests per
+// second per function, for several P, comparing INFless with the BATCH-style uniform baseline,
+// OpenFaaS+, the Fig. 11 ablations and Eq. 10 as printed. Throughput per unit of resource is
+// completed requests per β-weighted active-server-second; the fragment ratio is §5.3's (free
+// resources of active servers over their capacity), β-weighted and per dimension.
 //
 //	SLOSERVE_INFLESS=1 go test -count=1 -run TestINFlessLoad -v -timeout 60m ./internal/sim
 //
-// SLOSERVE_INFLESS_PEAKS (comma-separated rps, default 100,400,1600) and SLOSERVE_INFLESS_DUR
-// (default 15m) change the loads and the replayed prefix.
+// SLOSERVE_INFLESS_PEAKS (comma-separated rps, default 100,400,1600), SLOSERVE_INFLESS_DUR
+// (default: each set's own) and SLOSERVE_INFLESS_SET (burst300 or azure; default both) change
+// the loads, the replayed window and the trace sets.
 func TestINFlessLoad(t *testing.T) {
 	if os.Getenv("SLOSERVE_INFLESS") == "" {
 		t.Skip("long: set SLOSERVE_INFLESS=1")
@@ -43,7 +45,7 @@ func TestINFlessLoad(t *testing.T) {
 			peaks = append(peaks, v)
 		}
 	}
-	dur := 15 * time.Minute
+	var dur time.Duration
 	if s := os.Getenv("SLOSERVE_INFLESS_DUR"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
@@ -51,59 +53,88 @@ func TestINFlessLoad(t *testing.T) {
 		}
 		dur = d
 	}
-	var paths []string
-	for _, f := range []string{"burst300-2.csv", "burst300-3.csv", "burst300-4.csv"} {
-		paths = append(paths, filepath.Join(data, "traces", "azure-functions", f))
-	}
-	withOpt := func(name string, edit func(*INFlessOptions)) inflessVariant {
+	// Diagnostic forms of Eq. 10, on INFless's own release order and without defragmentation.
+	paper := func(name string, edit func(*INFlessOptions)) inflessVariant {
 		return inflessVariant{name, func() (ClusterPolicy, error) {
-			o := DefaultINFlessOptions()
+			o := PaperINFlessOptions()
 			edit(&o)
 			return NewINFlessCluster(name, o)
 		}}
 	}
 	variants := append(inflessVariants(),
 		inflessVariant{"openfaas+", func() (ClusterPolicy, error) { return NewUniformCluster(DefaultOpenFaaSOptions()) }},
-		withOpt("infless-CRE", func(o *INFlessOptions) { o.Metric = infless.MetricOriginal }),
-		withOpt("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }))
-	for _, peak := range peaks {
-		t.Logf("burst300-2..4, peak %.0f rps per function, first %v", peak, dur)
-		t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | vs openfaas+ | fragment ratio (β) | CPU free | GPU free | active servers | mean instances | batch sizes launched |")
-		t.Logf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-		res := map[string]*ClusterResult{}
-		var order []string
-		for _, v := range variants {
-			fns, err := LoadWorkload(filepath.Join(data, "profiles", "infless"), paths, OSVTQA, WorkloadOptions{PeakRPS: peak, Duration: dur, SLOTarget: 0.95, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := v.mk()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultClusterConfig()
-			cfg.Servers = LoadClusterServers
-			cfg.Trace = fmt.Sprintf("burst300 peak %.0f", peak)
-			r, err := RunCluster(context.Background(), cfg, fns, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res[v.name] = r
-			order = append(order, v.name)
-			if v.name == "infless" {
-				for _, f := range r.Functions {
-					t.Logf("  infless %-12s %-16s requests %8d violations %6.2f %% p99 %6.0f ms mean batch %5.2f", f.Policy, f.Trace, f.Requests, 100*(1-f.SLOAttainment), f.LatencyMS.P99, f.MeanBatchSize)
-				}
+		paper("infless-CRE", func(o *INFlessOptions) { o.Metric = infless.MetricOriginal }),
+		paper("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }))
+	sets := []struct {
+		name      string
+		files     []string
+		from, dur time.Duration
+	}{
+		{"burst300", []string{"burst300-2.csv", "burst300-3.csv", "burst300-4.csv"}, 0, 15 * time.Minute},
+		{"azure", []string{"fn2.rpm.csv", "fn3.rpm.csv", "fn4.rpm.csv"}, 12 * time.Hour, time.Hour},
+	}
+	for _, set := range sets {
+		if s := os.Getenv("SLOSERVE_INFLESS_SET"); s != "" && s != set.name {
+			continue
+		}
+		var paths []string
+		for _, f := range set.files {
+			paths = append(paths, filepath.Join(data, "traces", "azure-functions", f))
+		}
+		if dur > 0 {
+			set.dur = dur
+		}
+		for _, peak := range peaks {
+			loadTable(t, data, set.name, set.files, paths, set.from, set.dur, peak, variants)
+		}
+	}
+}
+
+// loadTable runs every variant on one trace set at one peak and logs the busy-cluster table, with
+// the default infless policy's per-function violations above it.
+func loadTable(t *testing.T, data, set string, files, paths []string, from, dur time.Duration, peak float64, variants []inflessVariant) {
+	t.Helper()
+	if from > 0 {
+		t.Logf("%s %s, peak %.0f rps per function, %v from %v", set, strings.Join(files, ","), peak, dur, from)
+	} else {
+		t.Logf("%s %s, peak %.0f rps per function, first %v", set, strings.Join(files, ","), peak, dur)
+	}
+	res := map[string]*ClusterResult{}
+	var order []string
+	for _, v := range variants {
+		fns, err := LoadWorkload(filepath.Join(data, "profiles", "infless"), paths, OSVTQA, WorkloadOptions{PeakRPS: peak, From: from, Duration: dur, SLOTarget: 0.95, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := v.mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultClusterConfig()
+		cfg.Servers = LoadClusterServers
+		cfg.Trace = fmt.Sprintf("%s peak %.0f", set, peak)
+		r, err := RunCluster(context.Background(), cfg, fns, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[v.name] = r
+		order = append(order, v.name)
+		if v.name == "infless" {
+			for i, f := range r.Functions {
+				t.Logf("  infless %-18s %-16s requests %8d violations %6.2f %% p99 %6.0f ms mean batch %5.2f cold-start requests %d",
+					fns[i].Name, f.Trace, f.Requests, 100*(1-f.SLOAttainment), f.LatencyMS.P99, f.MeanBatchSize, f.ColdStarts)
 			}
 		}
-		base, of := res["uniform"].Summary.Extra["rps_per_resource"], res["openfaas+"].Summary.Extra["rps_per_resource"]
-		for _, n := range order {
-			s := res[n].Summary
-			x := s.Extra
-			t.Logf("| %s | %d | %.2f %% | %.4f | %.2f× | %.2f× | %.1f %% | %.1f %% | %.1f %% | %.1f | %.1f | %v |", n, s.Requests, 100*(1-s.SLOAttainment),
-				x["rps_per_resource"], x["rps_per_resource"]/max(base, 1e-12), x["rps_per_resource"]/max(of, 1e-12),
-				100*x["fragment_ratio"], 100*x["fragment_cpu"], 100*x["fragment_gpu"], x["mean_active_servers"], x["mean_instances"], res[n].BatchInstances)
-		}
+	}
+	t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | vs openfaas+ | fragment ratio (β) | CPU free | GPU free | active servers | mean instances | batch sizes launched |")
+	t.Logf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	base, of := res["uniform"].Summary.Extra["rps_per_resource"], res["openfaas+"].Summary.Extra["rps_per_resource"]
+	for _, n := range order {
+		s := res[n].Summary
+		x := s.Extra
+		t.Logf("| %s | %d | %.2f %% | %.4f | %.2f× | %.2f× | %.1f %% | %.1f %% | %.1f %% | %.1f | %.1f | %v |", n, s.Requests, 100*(1-s.SLOAttainment),
+			x["rps_per_resource"], x["rps_per_resource"]/max(base, 1e-12), x["rps_per_resource"]/max(of, 1e-12),
+			100*x["fragment_ratio"], 100*x["fragment_cpu"], 100*x["fragment_gpu"], x["mean_active_servers"], x["mean_instances"], res[n].BatchInstances)
 	}
 }
 

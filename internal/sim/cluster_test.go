@@ -122,7 +122,8 @@ func TestClusterConfigValidate(t *testing.T) {
 	}
 }
 
-// INFlessVariant is one row of the INFless tables: a policy and its ablations (Fig. 11).
+// INFlessVariant is one row of the INFless tables: the default policy, the uniform baseline, the
+// Fig. 11 ablations of the default and Eq. 10 as printed (PaperINFlessOptions).
 type inflessVariant struct {
 	name string
 	mk   func() (ClusterPolicy, error)
@@ -143,6 +144,7 @@ func inflessVariants() []inflessVariant {
 		abl("infless-OP1.5", func(o *INFlessOptions) { o.Offset = 0.5 }),
 		abl("infless-OP2", func(o *INFlessOptions) { o.Offset = 1.0 }),
 		abl("infless-RS", func(o *INFlessOptions) { o.FirstFit = true }),
+		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
 	}
 }
 

@@ -37,7 +37,10 @@ type WorkloadOptions struct {
 	// PeakRPS rescales every trace so that its highest step rate is this (requests per second);
 	// 0 keeps the traces' own rates.
 	PeakRPS float64
-	// Duration replays only this prefix of every trace; 0 = whole traces.
+	// From skips this much of every trace first (the replay starts at offset From of the trace,
+	// at the run's time 0); 0 = from the start. ≥ 0.
+	From time.Duration
+	// Duration replays only this much of every trace (from From); 0 = to the end.
 	Duration time.Duration
 	// SLOTarget is the fraction of requests that must meet the SLO (INFless: 95 %).
 	SLOTarget float64
@@ -48,8 +51,8 @@ type WorkloadOptions struct {
 // LoadWorkload builds the functions of fns from profileDir (INFless `<model>-profile-results.txt`
 // files) and trace files.
 func LoadWorkload(profileDir string, traces []string, fns []WorkloadFunction, o WorkloadOptions) ([]ClusterFunction, error) {
-	if o.PeakRPS < 0 || o.Duration < 0 || !(o.SLOTarget > 0 && o.SLOTarget <= 1) {
-		return nil, fmt.Errorf("workload: peak %v and duration %v must be ≥ 0 and slo target %v in (0, 1]", o.PeakRPS, o.Duration, o.SLOTarget)
+	if o.PeakRPS < 0 || o.From < 0 || o.Duration < 0 || !(o.SLOTarget > 0 && o.SLOTarget <= 1) {
+		return nil, fmt.Errorf("workload: peak %v, from %v and duration %v must be ≥ 0 and slo target %v in (0, 1]", o.PeakRPS, o.From, o.Duration, o.SLOTarget)
 	}
 	var out []ClusterFunction
 	for i, wf := range fns {
@@ -69,7 +72,10 @@ func LoadWorkload(profileDir string, traces []string, fns []WorkloadFunction, o 
 		if err != nil {
 			return nil, fmt.Errorf("workload: %w", err)
 		}
-		opt := trace.Options{To: o.Duration}
+		opt := trace.Options{From: o.From}
+		if o.Duration > 0 {
+			opt.To = o.From + o.Duration
+		}
 		if o.PeakRPS > 0 && tr.MaxRate() > 0 {
 			opt.RateScale = o.PeakRPS / tr.MaxRate()
 		}

@@ -34,7 +34,7 @@ type INFlessOptions struct {
 	// MaxBatch caps the batch sizes explored (§5.1: ≤ 32). BB ablation: 1. ≥ 1.
 	MaxBatch int
 	// FirstFit disables resource-aware scheduling (RS ablation): the maximum-throughput
-	// configuration, first-fit (infless.Config.FirstFit).
+	// configuration, first-fit (infless.Config.FirstFit), and with it Defragment.
 	FirstFit bool
 	// ScaleDownAfter is how long case (iii) of §3.2 must hold before instances are released:
 	// INFless's autoscaler releases after 3 inactive monitor ticks of 10 s (infless-constants.json,
@@ -46,8 +46,16 @@ type INFlessOptions struct {
 	// Beta is the β of Eq. 10's resource-efficiency metric; 0 = the run's β (ClusterConfig.Beta,
 	// cluster.DefaultBeta: INFless's FLOPS ratio). ≥ 0.
 	Beta float64
-	// Metric selects Eq. 10 as printed (zero value) or the released scheduler's form.
+	// Metric selects the form of Eq. 10's e_ij: as printed (zero value), the released
+	// scheduler's (infless.MetricOriginal) or sloserve's (infless.MetricShare, the default), which
+	// prices resources by the server's capacity and so ignores Beta.
 	Metric infless.Metric
+	// Defragment releases a function's surplus instances on the emptiest servers first
+	// (infless.ReleaseEmptiestFirst instead of infless.Release) and, every control step without
+	// launches, empties the emptiest at most half-used server whose instances fit on fuller ones
+	// (infless.Defragment): each is relaunched there with its configuration and released once the
+	// new one is ready. Off with FirstFit.
+	Defragment bool
 	// Predictor builds a function's latency predictor from its profile; nil means the measured
 	// profile (infless.ProfilePredictor), which combined operator profiling approximates.
 	Predictor func(p profile.INFlessProfile) infless.Predictor
@@ -59,9 +67,19 @@ const DefaultINFlessMaxBatch = 32
 // DefaultScaleDownAfter is 3 × 10 s (INFless's FunctionInactiveNum × instanceScaleMonitor interval).
 const DefaultScaleDownAfter = 30 * time.Second
 
-// DefaultINFlessOptions returns INFless as published: α 0.8, +10 % offset, b ≤ 32, Eq. 10
-// placement, 30 s scale-down hold, LSTH.
+// DefaultINFlessOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
+// 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
+// infless.MetricShare form, and Defragment. PaperINFlessOptions is Eq. 10 as printed.
 func DefaultINFlessOptions() INFlessOptions {
+	o := PaperINFlessOptions()
+	o.Metric, o.Defragment = infless.MetricShare, true
+	return o
+}
+
+// PaperINFlessOptions returns INFless with Eq. 10 as printed (β = the run's β, INFless's FLOPS
+// ratio 64/142), Release's order and no defragmentation: the placement docs/infless.md measures
+// as "infless-Eq.10".
+func PaperINFlessOptions() INFlessOptions {
 	return INFlessOptions{Alpha: infless.DefaultAlpha, Offset: infless.DefaultOffset, MaxBatch: DefaultINFlessMaxBatch, ScaleDownAfter: DefaultScaleDownAfter}
 }
 
@@ -87,7 +105,20 @@ type inflessCluster struct {
 	name string
 	o    INFlessOptions
 	fns  map[int]*inflessFn
+	// moves are Defragment's relaunches whose old instance is still live.
+	moves []inflessMove
 }
+
+// inflessMove is one Defragment relaunch: the old instance is released once a ready instance
+// of the function runs the same launch on the target server.
+type inflessMove struct {
+	fn, old int
+	to      InstanceLaunch
+	since   time.Time
+}
+
+// moveTimeout drops a move whose new instance never became ready (released by a scale-down).
+const moveTimeout = time.Minute
 
 type inflessFn struct {
 	cfg       infless.Config
@@ -101,7 +132,9 @@ type inflessFn struct {
 // (infless.Schedule) places instances for R − R_max on the shared cluster; in case (iii), held for
 // ScaleDownAfter, infless.Release picks the instances to drain. A function with no arrivals in the
 // rate window keeps one instance while its keep-alive policy (LSTH) says it is loaded — and
-// pre-warms one when the pre-warm window opens — and none otherwise.
+// pre-warms one when the pre-warm window opens — and none otherwise. With o.Defragment, releases
+// go to the emptiest servers first and one half-empty server at a time is emptied
+// (infless.Defragment).
 func NewINFlessCluster(name string, o INFlessOptions) (ClusterPolicy, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -206,7 +239,7 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 				continue
 			}
 			st.downSince = time.Time{}
-			rel := infless.Release(bounds, r)
+			rel := p.release(v, fv, bounds, r)
 			if r == 0 && loaded && len(rel) == len(bounds) {
 				// Keep-alive: the instance with the smallest r_up stays loaded.
 				keep := 0
@@ -224,7 +257,85 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			st.downSince = time.Time{}
 		}
 	}
+	if p.defragment() {
+		p.defragmentStep(&d, v, now)
+	}
 	return d, nil
+}
+
+func (p *inflessCluster) defragment() bool { return p.o.Defragment && !p.o.FirstFit }
+
+// release picks the instances to drain in case (iii): infless.Release, or with Defragment
+// infless.ReleaseEmptiestFirst by the allocated share of each instance's server.
+func (p *inflessCluster) release(v ClusterView, fv FunctionView, bounds []infless.Bounds, r float64) []int {
+	if !p.defragment() {
+		return infless.Release(bounds, r)
+	}
+	fill := make([]float64, len(fv.Instances))
+	for k, in := range fv.Instances {
+		fill[k] = infless.Share(v.Cluster.Used(in.Launch.Server), v.Cluster.Capacity(in.Launch.Server))
+	}
+	return infless.ReleaseEmptiestFirst(bounds, r, fill)
+}
+
+// defragmentStep finishes the moves whose new instance is ready (releasing the old one) and, when
+// no move is in flight and nothing was launched this step, starts infless.Defragment's next moves:
+// it launches each moved instance's configuration on its target (allocating on v.Cluster).
+func (p *inflessCluster) defragmentStep(d *ClusterDecision, v ClusterView, now time.Time) {
+	released := make(map[int]bool, len(d.Release))
+	for _, id := range d.Release {
+		released[id] = true
+	}
+	live := map[int]InstanceView{}
+	fnOf := map[int]int{}
+	for fi, fv := range v.Functions {
+		for _, in := range fv.Instances {
+			live[in.ID], fnOf[in.ID] = in, fi
+		}
+	}
+	moving := map[int]bool{}
+	keep := p.moves[:0]
+	for _, m := range p.moves {
+		if _, ok := live[m.old]; !ok || released[m.old] || now.Sub(m.since) > moveTimeout {
+			continue // the old instance is gone (scaled down) or the new one never came
+		}
+		started, ready := false, false
+		for _, in := range v.Functions[m.fn].Instances {
+			if in.ID != m.old && in.Launch.Server == m.to.Server && in.Launch.Resources == m.to.Resources && in.Launch.Batch == m.to.Batch {
+				started, ready = true, ready || in.Ready
+			}
+		}
+		if ready {
+			d.Release = append(d.Release, m.old)
+			released[m.old] = true
+			continue
+		}
+		if !started {
+			continue // the new instance was released before it was ready: the old one stays
+		}
+		moving[m.old] = true
+		keep = append(keep, m)
+	}
+	p.moves = keep
+	if len(p.moves) > 0 || len(d.Launch) > 0 {
+		return
+	}
+	var rs []infless.Resident
+	for _, fv := range v.Functions {
+		for _, in := range fv.Instances {
+			rs = append(rs, infless.Resident{ID: in.ID, Server: in.Launch.Server, Resources: in.Launch.Resources,
+				Movable: in.Ready && !moving[in.ID] && !released[in.ID]})
+		}
+	}
+	for _, mv := range infless.Defragment(v.Cluster, rs, infless.DefaultDefragmentShare) {
+		l := live[mv.ID].Launch
+		l.Server = mv.To
+		if err := v.Cluster.Place(mv.To, l.Resources); err != nil {
+			return // Defragment checked the room on the same cluster; cannot happen
+		}
+		d.Launch = append(d.Launch, l)
+		p.moves = append(p.moves, inflessMove{fn: fnOf[mv.ID], old: mv.ID, to: l, since: now})
+	}
 }
 
 func (p *inflessCluster) schedule(d *ClusterDecision, v ClusterView, fv FunctionView, st *inflessFn, residual float64) error {

@@ -89,13 +89,33 @@ func Band(bounds []Bounds, r, alpha float64) Split {
 // instances with the smallest r_up first (the least throughput lost per release), as long as the
 // remaining instances' R_max still covers r. It never releases every instance while r > 0.
 func Release(bounds []Bounds, r float64) []int {
+	return release(bounds, r, func(a, b int) bool { return bounds[a].Up < bounds[b].Up })
+}
+
+// ReleaseEmptiestFirst is Release with a fragment-aware order: the instances whose servers are
+// the emptiest go first (fill[i] is the allocated share of instance i's server), ties to the
+// smaller r_up, under the same rule (what remains still covers r, never the last instance while
+// r > 0). §3.2 only says "release instances"; releasing on the emptiest servers first lets them
+// become idle (they stop counting towards active servers and §5.3's fragment ratio) instead of
+// leaving one instance on each of several half-empty servers.
+func ReleaseEmptiestFirst(bounds []Bounds, r float64, fill []float64) []int {
+	return release(bounds, r, func(a, b int) bool {
+		if fill[a] != fill[b] {
+			return fill[a] < fill[b]
+		}
+		return bounds[a].Up < bounds[b].Up
+	})
+}
+
+// release greedily drops instances in the order less gives while the others still cover r.
+func release(bounds []Bounds, r float64, less func(a, b int) bool) []int {
 	idx := make([]int, len(bounds))
 	var rMax float64
 	for i, b := range bounds {
 		idx[i] = i
 		rMax += b.Up
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return bounds[idx[a]].Up < bounds[idx[b]].Up })
+	sort.SliceStable(idx, func(a, b int) bool { return less(idx[a], idx[b]) })
 	var out []int
 	for _, i := range idx {
 		left := len(bounds) - len(out) - 1

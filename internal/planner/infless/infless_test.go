@@ -186,9 +186,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestScheduleProperties checks Alg. 1's invariants on random clusters and loads: every placement is
-// SLO-feasible under Eq. 1's conditions, no server is over-committed, and unless the cluster ran out,
-// the placed r_up covers the load.
+// TestScheduleProperties checks Alg. 1's invariants on random clusters and loads, with each form of
+// e_ij: every placement is SLO-feasible under Eq. 1's conditions, no server is over-committed, and
+// unless the cluster ran out, the placed r_up covers the load.
 func TestScheduleProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {
@@ -200,6 +200,7 @@ func TestScheduleProperties(t *testing.T) {
 			Resources: []cluster.Resources{{CPU: 1}, {CPU: 2}, {CPU: 4}, {CPU: 1, GPU: 10}, {CPU: 2, GPU: 30}, {CPU: 4, GPU: 50}},
 			Offset:    DefaultOffset,
 		}
+		cfg.Metric = []Metric{MetricPaper, MetricOriginal, MetricShare}[i%3]
 		load := rng.Float64() * 3000
 		res, err := Schedule(c, load, cfg, table)
 		if err != nil {
@@ -268,37 +269,42 @@ func readProfile(t *testing.T, path string) profile.INFlessProfile {
 }
 
 // BenchmarkSchedule10kOn2k places 10,000 instances on a 2,000-server cluster (INFless §5.3 reports
-// 0.5 ms per instance; the goal here is < 100 ms in total).
+// 0.5 ms per instance; the goal here is < 100 ms in total), with each form of e_ij.
+//
+//	go test -run XXX -bench Schedule10kOn2k -benchmem ./internal/planner/infless
 func BenchmarkSchedule10kOn2k(b *testing.B) {
-	cfg := Config{
-		SLO:       200 * ms,
-		Batches:   []int{1, 2, 4, 8, 16, 32},
-		Resources: []cluster.Resources{{CPU: 1}, {CPU: 2}, {CPU: 4}, {CPU: 1, GPU: 10}, {CPU: 2, GPU: 20}, {CPU: 4, GPU: 50}},
-		Offset:    DefaultOffset,
+	for _, m := range []struct {
+		name   string
+		metric Metric
+	}{{"paper", MetricPaper}, {"original", MetricOriginal}, {"share", MetricShare}} {
+		b.Run(m.name, func(b *testing.B) {
+			cfg := Config{
+				SLO:          200 * ms,
+				Batches:      []int{1, 2, 4, 8, 16, 32},
+				Resources:    []cluster.Resources{{CPU: 1}, {CPU: 2}, {CPU: 4}, {CPU: 1, GPU: 10}, {CPU: 2, GPU: 20}, {CPU: 4, GPU: 50}},
+				Offset:       DefaultOffset,
+				MaxInstances: 10_000,
+				Metric:       m.metric,
+			}
+			n := 0
+			for b.Loop() {
+				c := cluster.New(2000, cluster.Resources{CPU: 32, GPU: 400})
+				res, err := Schedule(c, math.Inf(1), cfg, table)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(res.Placements)
+			}
+			b.ReportMetric(float64(n), "instances")
+		})
 	}
-	opts := Options(cfg, table)
-	var maxUp float64
-	for _, o := range opts {
-		maxUp = math.Max(maxUp, o.Bounds.Up)
-	}
-	cfg.MaxInstances = 10_000
-	n := 0
-	for b.Loop() {
-		c := cluster.New(2000, cluster.Resources{CPU: 32, GPU: 400})
-		res, err := Schedule(c, math.Inf(1), cfg, table)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = len(res.Placements)
-	}
-	b.ReportMetric(float64(n), "instances")
 }
 
-// TestScheduleMetrics pins the two forms of e_ij on one empty server with two b = 1
+// TestScheduleMetrics pins the three forms of e_ij on one empty server with two b = 1
 // configurations of equal latency (so equal r_up): a 2-thread CPU-only one, cheapest per FLOPS,
 // and a 2-thread + 50 % GPU one. Eq. 10 as printed prefers the CPU-only one (its r_up per
 // β-weighted resource is 28× higher); the released scheduler's CRE prefers the one that leaves
-// less of the server free.
+// less of the server free; MetricShare prefers the CPU-only one too, for its smaller dominant share.
 func TestScheduleMetrics(t *testing.T) {
 	flat := func(b int, r cluster.Resources) (time.Duration, bool) { return 100 * ms, b == 1 }
 	tests := []struct {
@@ -308,6 +314,7 @@ func TestScheduleMetrics(t *testing.T) {
 	}{
 		{"Eq. 10 as printed", MetricPaper, cluster.Resources{CPU: 2}},
 		{"released CRE", MetricOriginal, cluster.Resources{CPU: 2, GPU: 50}},
+		{"sloserve's share: 2 threads are 1/8 of the server, 50 % GPU half of it", MetricShare, cluster.Resources{CPU: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

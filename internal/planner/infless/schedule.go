@@ -40,6 +40,12 @@ type Config struct {
 	Metric Metric
 }
 
+// ShareTolerance is how far below the best share-priced efficiency a configuration may be and
+// still be placed for its fit under MetricShare: near-ties between configurations (two GPU shares
+// with the same r_up, a 4-thread and a 2-thread variant a few percent apart) are settled by which
+// fills the server better, not by profile noise.
+const ShareTolerance = 0.05
+
 // Metric is a form of INFless's resource-efficiency metric e_ij.
 type Metric int
 
@@ -55,6 +61,31 @@ const (
 	// r_up (maxThroughputEfficiency is a per-function constant), so it does not prefer
 	// configurations that are cheap per FLOPS; it prefers high r_up and leaving little behind.
 	MetricOriginal
+	// MetricShare is sloserve's form, the default of its INFless policy. It keeps Eq. 10's two
+	// parts — the configuration's throughput per resource, and how much of the server's free
+	// resources it fills — but prices resources by the server's own capacity instead of β:
+	//
+	//	cost_ij = max(c_i/C, (g_i − spare_j)⁺/G)    spare_j = (G_j − C_j·G/C)⁺
+	//	eff_ij  = r_up / cost_ij
+	//	fit_ij  = (c_i/C + g_i/G) / (C_j/C + G_j/G)
+	//
+	// with C, G the server's capacity and C_j, G_j its free threads and GPU %. The cost is the
+	// instance's dominant share of the server, and the GPU the server would strand anyway (beyond its
+	// free threads' proportional share, spare_j) is free. Among the (configuration, server) pairs of
+	// one batch size whose eff_ij is within ShareTolerance of the best, the one with the largest
+	// fit_ij (Eq. 10's fragment term, 1 − fit_ij, at its smallest) is placed; ties go to the larger
+	// eff_ij, then the larger r_up, then the lower server.
+	//
+	// Why (§3.4 leaves β and its interplay with placement open): β = 64/142 prices a thread at
+	// 0.45 GPU %, so a 16-thread + 1-GPU server is 93 % GPU by weight and CPU-only configurations
+	// look 10–30× more efficient; they exhaust the threads (every instance needs ≥ 2) and strand
+	// the GPU (fragment ratio 64–92 %). Any fixed β mis-prices one dimension on some server: what
+	// a GPU % is worth depends on whether the server has threads left to use it. The dominant share
+	// charges the scarcer dimension, spare GPU costs nothing, and ranking by efficiency first with
+	// the fit term as the tie-breaker stops Eq. 10's +Inf perfect fit from placing an inefficient
+	// configuration (8 threads + 50 % for a model that needs 2 threads) just because it fills the
+	// server exactly.
+	MetricShare
 )
 
 // Validate names the first bad field.
@@ -66,7 +97,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("infless: batches must not be empty")
 	case len(c.Resources) == 0:
 		return fmt.Errorf("infless: resources must not be empty")
-	case c.Metric != MetricPaper && c.Metric != MetricOriginal:
+	case c.Metric != MetricPaper && c.Metric != MetricOriginal && c.Metric != MetricShare:
 		return fmt.Errorf("infless: metric: unknown %d", c.Metric)
 	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0:
 		return fmt.Errorf("infless: beta %v, offset %v and max_instances %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances)
@@ -152,8 +183,9 @@ func Options(cfg Config, predict Predictor) []Option {
 //
 // where the numerator is normalised to [0, 1] by the best RPS-per-resource of all options and
 // C_j, G_j are server j's free resources (a perfect fit scores +Inf). Ties go to the larger r_up,
-// then to the lower server index, so the result is deterministic. Schedule allocates the chosen
-// resources on c; pass c.Clone() for a dry run.
+// then to the lower server index, so the result is deterministic. cfg.Metric selects another
+// form of e_ij (MetricOriginal, MetricShare); cfg.FirstFit the RS ablation. Schedule allocates the
+// chosen resources on c; pass c.Clone() for a dry run.
 func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predictor) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -190,8 +222,11 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 		placed := false
 		for _, g := range groups {
 			place := bestPlacement
-			if cfg.FirstFit {
+			switch {
+			case cfg.FirstFit:
 				place = firstFitPlacement
+			case cfg.Metric == MetricShare:
+				place = sharePlacement
 			}
 			p, ok := place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
 			if !ok {
@@ -290,4 +325,92 @@ func firstFitPlacement(c *cluster.Cluster, opts []Option, residual, best, beta f
 		return Placement{}, false
 	}
 	return Placement{Option: o, Server: server, Efficiency: math.NaN()}, true
+}
+
+// SpareGPU is the GPU share (in %) of a server with free resources free and capacity capacity
+// that its free threads could not use even if every later instance took GPU in the server's own
+// proportion (capacity.GPU/capacity.CPU per thread): free.GPU − free.CPU·G/C, or 0. A server with
+// no threads left spares all its free GPU; one without GPU capacity spares none.
+func SpareGPU(free, capacity cluster.Resources) float64 {
+	if capacity.GPU <= 0 {
+		return 0
+	}
+	if capacity.CPU <= 0 {
+		return 0
+	}
+	return math.Max(0, float64(free.GPU)-float64(free.CPU)*float64(capacity.GPU)/float64(capacity.CPU))
+}
+
+// ShareCost is MetricShare's price of placing r on a server with free resources free and capacity
+// capacity: r's dominant share of the capacity, max(c/C, (g − SpareGPU)⁺/G), never 0 (a
+// configuration that only takes spare GPU still costs a sliver, so efficiencies stay finite).
+func ShareCost(r, free, capacity cluster.Resources) float64 {
+	var cost float64
+	if capacity.CPU > 0 {
+		cost = float64(r.CPU) / float64(capacity.CPU)
+	}
+	if capacity.GPU > 0 {
+		g := math.Max(0, float64(r.GPU)-SpareGPU(free, capacity))
+		cost = math.Max(cost, g/float64(capacity.GPU))
+	}
+	return math.Max(cost, 1e-9)
+}
+
+// Fill is the fraction of a server's free resources r would take, each dimension counted as its
+// share of the server's capacity: (c/C + g/G) / (C_j/C + G_j/G) — Eq. 10's (βc+g)/(βC_j+G_j) with
+// β = G/C. 1 is a perfect fit; 1 − Fill is Eq. 10's fragment term.
+func Fill(r, free, capacity cluster.Resources) float64 {
+	var num, den float64
+	if capacity.CPU > 0 {
+		num += float64(r.CPU) / float64(capacity.CPU)
+		den += float64(free.CPU) / float64(capacity.CPU)
+	}
+	if capacity.GPU > 0 {
+		num += float64(r.GPU) / float64(capacity.GPU)
+		den += float64(free.GPU) / float64(capacity.GPU)
+	}
+	if den <= 0 {
+		return 0
+	}
+	return num / den
+}
+
+// sharePlacement is MetricShare over the options of one batch size admitted by AvailableConfig and
+// every distinct free-resource vector: the best efficiency first, then, within ShareTolerance of
+// it, the best fill.
+func sharePlacement(c *cluster.Cluster, opts []Option, residual, _, _ float64, _ Metric) (Placement, bool) {
+	admitted := func(o Option, fv cluster.FreeVector) bool {
+		return (o.Batch == 1 || residual > o.Bounds.Low) && fv.Free.Fits(o.Resources)
+	}
+	var top float64
+	c.FreeVectors(func(fv cluster.FreeVector) bool {
+		capacity := c.Capacity(fv.Server)
+		for _, o := range opts {
+			if admitted(o, fv) {
+				top = math.Max(top, o.Bounds.Up/ShareCost(o.Resources, fv.Free, capacity))
+			}
+		}
+		return true
+	})
+	var out Placement
+	var outFill float64
+	found := false
+	c.FreeVectors(func(fv cluster.FreeVector) bool {
+		capacity := c.Capacity(fv.Server)
+		for _, o := range opts {
+			if !admitted(o, fv) {
+				continue
+			}
+			e := o.Bounds.Up / ShareCost(o.Resources, fv.Free, capacity)
+			if e < (1-ShareTolerance)*top {
+				continue
+			}
+			f := Fill(o.Resources, fv.Free, capacity)
+			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, o, fv.Server, out)) {
+				out, outFill, found = Placement{Option: o, Server: fv.Server, Efficiency: e}, f, true
+			}
+		}
+		return true
+	})
+	return out, found
 }
