@@ -16,13 +16,14 @@ import (
 // (NewINFlessCluster: α-band dispatch and scaling §3.2, Alg. 1 + Eq. 10 placement §3.4, Release,
 // LSTH keep-alive §3.5, per-instance batching with timeout t_slo − t_exec) and adds on top:
 //
-//   - Placement choice (sloserve's own rule): Eq. 10 folds an instance's CPU threads and GPU SMs
+//   - Placement choice (sloserve's own rule; an option, off by default since INFless's policy
+//     took the share-priced Eq. 10 — see DefaultSloserveClusterOptions): Eq. 10 folds an instance's CPU threads and GPU SMs
 //     into one number with β, and which β is right depends on which dimension of the servers is
 //     scarce — INFless's FLOPS β (64/142) makes CPU-only configurations look 10–30× cheaper, so
 //     Alg. 1 exhausts a server's 16 threads and strands its GPU (docs/infless.md: fragment ratio
 //     64–92 %). Every control step sloserve runs INFless's policy once per pricing — INFless as
-//     configured first, then each of Pricings (default: β = G/C, the server's own shape, a thread
-//     worth 1/16 of a server like a GPU % is 1/100 of it) — each on its own copy of the cluster,
+//     configured first, then each of Pricings (e.g. GCPricing: β = G/C, the server's own shape, a
+//     thread worth 1/16 of a server like a GPU % is 1/100 of it) — each on its own copy of the cluster,
 //     and keeps the decision that leaves the fewest active servers (ties: the least allocated
 //     share of the servers, then INFless's own). All the runs see the same view, so their
 //     scaling state, releases and dispatch weights are identical; only the placements differ.
@@ -71,8 +72,11 @@ type ClusterPricing struct {
 
 func (c ClusterPricing) String() string {
 	m := "Eq. 10"
-	if c.Metric == infless.MetricOriginal {
+	switch c.Metric {
+	case infless.MetricOriginal:
 		m = "CRE"
+	case infless.MetricShare:
+		m = "share-priced Eq. 10"
 	}
 	if c.Beta == 0 {
 		return m + " at the run's β"
@@ -83,13 +87,19 @@ func (c ClusterPricing) String() string {
 // DefaultSloserveGuard is MLProxy's latency guard (SLO_T = 0.8 × SLO, §2.4).
 const DefaultSloserveGuard = 0.8
 
-// DefaultSloserveClusterOptions returns sloserve's defaults on the cluster simulator: INFless as
-// published plus the β = G/C pricing of DefaultServer, the 0.8 guard, queue-aware dispatch and
-// no headroom.
+// GCPricing is Eq. 10 as printed at β = G/C of DefaultServer (a thread worth 1/16 of a server as a
+// GPU % is 1/100 of it): the alternative pricing of the placement choice.
+var GCPricing = ClusterPricing{Beta: float64(DefaultServer.GPU) / float64(DefaultServer.CPU)}
+
+// DefaultSloserveClusterOptions returns sloserve's defaults on the cluster simulator: INFless's
+// policy with its defaults (DefaultINFlessOptions: share-priced Eq. 10, defragmentation), no
+// other pricing, the 0.8 guard, queue-aware dispatch and no headroom. The placement choice
+// (Pricings: [GCPricing]) saved 14–31 % of the active servers against Eq. 10 as printed
+// (PaperINFlessOptions), but against the share-priced Eq. 10 it held 1.5–4 % more: a greedy
+// per-step choice between two pricings loses to the one that already packs well, so it is off.
 func DefaultSloserveClusterOptions() SloserveClusterOptions {
 	return SloserveClusterOptions{
 		INFless:       DefaultINFlessOptions(),
-		Pricings:      []ClusterPricing{{Beta: float64(DefaultServer.GPU) / float64(DefaultServer.CPU)}},
 		Guard:         DefaultSloserveGuard,
 		Headroom:      1,
 		QueueDispatch: true,
@@ -102,7 +112,7 @@ func (o SloserveClusterOptions) Validate() error {
 		return err
 	}
 	for i, p := range o.Pricings {
-		if !(p.Beta >= 0) || math.IsInf(p.Beta, 1) || (p.Metric != infless.MetricPaper && p.Metric != infless.MetricOriginal) {
+		if !(p.Beta >= 0) || math.IsInf(p.Beta, 1) || (p.Metric != infless.MetricPaper && p.Metric != infless.MetricOriginal && p.Metric != infless.MetricShare) {
 			return fmt.Errorf("sloserve.pricings[%d]: need β ≥ 0 and a known metric, got %+v", i, p)
 		}
 	}
