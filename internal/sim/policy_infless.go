@@ -394,9 +394,7 @@ func (t *idleTracker) loaded(now time.Time) bool {
 	if !t.seen {
 		return false
 	}
-	gap := now.Sub(t.lastEnd)
-	if t.win.PreWarm <= 0 {
-		return gap <= t.win.KeepAlive
-	}
-	return gap >= t.win.PreWarm && gap <= t.win.PreWarm+t.win.KeepAlive
+	// Windows.Loaded: the linger after the last busy minute (LSTH's burst stage), then the
+	// pre-warm and keep-alive windows.
+	return t.win.Loaded(now.Sub(t.lastEnd))
 }
