@@ -21,6 +21,8 @@ import (
 type Config struct {
 	// Gateway configures the HTTP front end.
 	Gateway Gateway `yaml:"gateway"`
+	// Provider selects what runs the instances: local worker processes or Kubernetes pods.
+	Provider Provider `yaml:"provider"`
 	// Workers configures the local provider that runs `sloserve worker` processes.
 	Workers Workers `yaml:"workers"`
 	// Models lists the served models; at least one.
@@ -188,6 +190,7 @@ func Default() Config {
 			HealthInterval: time.Second,
 			StopTimeout:    5 * time.Second,
 		},
+		Provider:   DefaultProvider(),
 		Controller: DefaultController(),
 	}
 }
@@ -271,6 +274,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.%w", p, err)
 		}
 	}
+	if err := c.Provider.validate(c.Models); err != nil {
+		return err
+	}
 	return validateEnsembles(c.Models, c.Ensembles)
 }
 
@@ -290,11 +296,12 @@ func Decode(r io.Reader) (Config, error) {
 	c := Default()
 	raw := struct {
 		Gateway    *Gateway    `yaml:"gateway"`
+		Provider   *Provider   `yaml:"provider"`
 		Workers    *Workers    `yaml:"workers"`
 		Models     []yaml.Node `yaml:"models"`
 		Ensembles  []yaml.Node `yaml:"ensembles"`
 		Controller *Controller `yaml:"controller"`
-	}{Gateway: &c.Gateway, Workers: &c.Workers, Controller: &c.Controller}
+	}{Gateway: &c.Gateway, Provider: &c.Provider, Workers: &c.Workers, Controller: &c.Controller}
 	if err := strictDecode(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
