@@ -154,7 +154,11 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	var monkey *chaos.Monkey
 	chaosDone := make(chan struct{})
 	if *chaosOn {
-		if monkey, err = chaos.New(st.Provider, cc, log); err != nil {
+		target, ok := st.Provider.(chaos.Target) // worker processes: the local provider
+		if !ok {
+			return fmt.Errorf("demo: --chaos needs local worker processes, the provider is %T", st.Provider)
+		}
+		if monkey, err = chaos.New(target, cc, log); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		cctx, stopChaos := context.WithCancel(ctx)

@@ -17,7 +17,8 @@ import (
 	bundled "github.com/sloserve/sloserve/models"
 )
 
-// runServe runs the gateway and its local workers until interrupted.
+// runServe runs the gateway and its fleet (local workers, or pods with provider.kind
+// kubernetes or $SLOSERVE_PROVIDER=kubernetes) until interrupted.
 func runServe(ctx context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
@@ -52,6 +53,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	if cfg.Gateway.AdminToken == "" {
 		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
+	}
+	if err := cfg.ApplyEnv(os.Getenv); err != nil {
+		return usagef("serve: %v", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("serve: %v", err)

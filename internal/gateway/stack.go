@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
@@ -20,7 +21,6 @@ import (
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 	"github.com/sloserve/sloserve/internal/provider"
-	"github.com/sloserve/sloserve/internal/provider/local"
 )
 
 // StackOptions are the dependencies of Start; nil fields get safe defaults.
@@ -31,19 +31,27 @@ type StackOptions struct {
 	Registry *prometheus.Registry
 	// Policies builds each model's batching policy; nil means batching.Builtin().
 	Policies batching.Registry
-	// Env is added to the workers' environment.
+	// Env is added to the local workers' environment.
 	Env []string
+	// KubernetesClient is the API client of the kubernetes provider (provider.kind kubernetes);
+	// nil means a client from provider.kubernetes.kubeconfig ($KUBECONFIG, else in-cluster).
+	// Tests inject a fake clientset.
+	KubernetesClient clientset.Interface
+	// Backend sends batches to the instances and fetches their metadata; nil means the OIP v2
+	// REST client (NewOIPBackend).
+	Backend Backend
 	// DashboardToken, when not empty, is the bearer token /ui/data requires.
 	DashboardToken string
 }
 
-// Stack is a running gateway with its fleet of local workers and its HTTP server: what
-// `sloserve serve` and `sloserve demo` run.
+// Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
+// HTTP server: what `sloserve serve` and `sloserve demo` run.
 type Stack struct {
 	// Gateway is the running gateway.
 	Gateway *Gateway
-	// Provider runs the workers.
-	Provider *local.Provider
+	// Provider runs the instances: a *local.Provider (provider.kind local; type-assert it for
+	// local-only features such as PID) or a *kubernetes.Provider.
+	Provider provider.Provider
 	// URL is the gateway's base URL, e.g. "http://127.0.0.1:8080".
 	URL string
 	// GRPCAddr is the host:port of the OIP v2 gRPC endpoint, or "" when not served.
@@ -62,7 +70,9 @@ type Stack struct {
 	log    *slog.Logger
 }
 
-// Start launches cfg's workers through the local provider, waits until each model has its
+// Start builds the provider cfg.Provider.Kind names (local worker processes, or pods through
+// the kubernetes provider), launches each model's instances of its instance_type (counting the
+// ones already running, e.g. pods a previous serve left), waits until each model has its
 // instances ready, and serves the gateway on cfg.Gateway.Addr. The gateway follows the
 // provider's instances (restarts, removals) every cfg.Gateway.SyncInterval until Close.
 func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, error) {
@@ -81,28 +91,22 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if pols == nil {
 		pols = batching.Builtin()
 	}
-	w := cfg.Workers
-	args := append([]string{"--runtime", w.Runtime}, w.Args...)
-	if w.ONNXRuntimeLib != "" {
-		args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
-	}
-	prov, err := local.New(local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
-		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}, log)
+	prov, err := newProvider(ctx, cfg, opts, log)
 	if err != nil {
 		return nil, err
 	}
-	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch})
+	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
+		Backend: opts.Backend})
 	if err != nil {
-		prov.Close()
+		closeProvider(prov)
 		return nil, err
 	}
 	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log}
 	fail := func(err error) (*Stack, error) {
 		g.Close(context.Background())
-		prov.Close()
+		closeProvider(prov)
 		return nil, err
 	}
-	var ids []string
 	for _, m := range cfg.Models {
 		pol, err := pols.New(m.Batching)
 		if err != nil {
@@ -111,24 +115,12 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		if err := g.AddModel(Model{Name: m.Name, SLO: m.SLO.Spec(), Policy: pol, QueueLimit: m.QueueLimit, Slots: m.Slots}); err != nil {
 			return fail(err)
 		}
-		for range m.Instances {
-			in, err := prov.Launch(ctx, provider.Spec{Model: m.Name, Type: "local", Tier: provider.TierVM})
-			if err != nil {
-				return fail(err)
-			}
-			ids = append(ids, in.ID)
-		}
 	}
 	if err := addEnsembles(g, cfg); err != nil {
 		return fail(err)
 	}
-	for _, id := range ids {
-		wctx, cancel := context.WithTimeout(ctx, w.StartTimeout)
-		_, err := prov.WaitReady(wctx, id)
-		cancel()
-		if err != nil {
-			return fail(fmt.Errorf("start workers: %w", err))
-		}
+	if err := launchFleet(ctx, cfg, prov, log); err != nil {
+		return fail(err)
 	}
 	insts, _ := prov.Instances(ctx)
 	if err := g.Sync(ctx, insts); err != nil {
@@ -229,7 +221,8 @@ func oipLimits(maxBody int64) oip.Limits {
 }
 
 // Close stops accepting connections, fails waiting requests, lets batches in flight finish
-// (until ctx ends) and stops the workers. It returns the number of waiting requests failed.
+// (until ctx ends) and closes the provider: local workers are stopped; Kubernetes pods are left
+// running (a restarted serve adopts them; deleting the namespace removes them). It returns the number of waiting requests failed.
 func (s *Stack) Close(ctx context.Context) (int, error) {
 	var errs []error
 	if s.grpc != nil {
@@ -250,7 +243,7 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 		errs = append(errs, err)
 	}
 	s.wg.Wait()
-	if err := s.Provider.Close(); err != nil {
+	if err := closeProvider(s.Provider); err != nil {
 		errs = append(errs, err)
 	}
 	return failed, errors.Join(errs...)

@@ -27,6 +27,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/provider/local"
 )
 
 // faultStack starts the gateway with n fake worker processes of model "m" (fixed batching of up
@@ -102,10 +103,14 @@ func allOK(codes []int) bool {
 // pids returns the worker pids of model m's instances, by instance id.
 func pids(t *testing.T, st *Stack) map[string]int {
 	t.Helper()
-	insts, _ := st.Provider.Instances(context.Background())
+	lp, ok := st.Provider.(*local.Provider)
+	if !ok {
+		t.Fatalf("provider is %T, want *local.Provider", st.Provider)
+	}
+	insts, _ := lp.Instances(context.Background())
 	out := map[string]int{}
 	for _, in := range insts {
-		if pid, ok := st.Provider.PID(in.ID); ok {
+		if pid, ok := lp.PID(in.ID); ok {
 			out[in.ID] = pid
 		}
 	}

@@ -42,6 +42,18 @@ func fakeWorkerMain(args []string) int {
 	if err != nil {
 		return 1
 	}
+	fmt.Printf("listening on http://%s\n", ln.Addr())
+	srv := &http.Server{Handler: fakeWorkerHandler()}
+	go srv.Serve(ln)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig
+	srv.Close()
+	return 0
+}
+
+// fakeWorkerHandler serves model m over OIP v2 REST: y = row sums of x [N,2].
+func fakeWorkerHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /v2/models/m", func(w http.ResponseWriter, r *http.Request) {
@@ -65,14 +77,7 @@ func fakeWorkerMain(args []string) int {
 		w.Header().Set(oip.HeaderServiceTime, "100")
 		fmt.Fprintf(w, `{"model_name":"m","id":%q,"outputs":[{"name":"y","datatype":"FP32","shape":[%d,1],"data":%s}]}`, req.ID, n, data)
 	})
-	fmt.Printf("listening on http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM)
-	<-sig
-	srv.Close()
-	return 0
+	return mux
 }
 
 func TestStartServesThroughLocalWorkers(t *testing.T) {

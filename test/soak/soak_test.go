@@ -331,7 +331,11 @@ func TestSoak(t *testing.T) {
 	base := read(start)
 	cc := chaos.DefaultConfig()
 	cc.Every = 5 * time.Second
-	monkey, err := chaos.New(st.Provider, cc, nil)
+	target, ok := st.Provider.(chaos.Target)
+	if !ok {
+		t.Fatalf("provider %T has no worker processes to fault", st.Provider)
+	}
+	monkey, err := chaos.New(target, cc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
