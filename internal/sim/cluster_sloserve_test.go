@@ -221,6 +221,7 @@ func TestSloserveClusterToyRun(t *testing.T) {
 // burst300-2..4, busy cluster; docs/scoreboard.md): at 100, 400 and 1,600 rps per function
 // sloserve holds no more active servers than infless, at equal or better SLO attainment. Skips without ../shared/data.
 func TestSloserveINFlessSetting(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	data := filepath.Join("..", "..", "..", "shared", "data")
 	if _, err := os.Stat(filepath.Join(data, "profiles", "infless")); err != nil {
 		t.Skipf("shared data not available: %v", err)

@@ -28,6 +28,7 @@ func (p *poissonArrivals) Next() (time.Duration, bool) {
 // 40 req/s Poisson arrivals with BATCH's linear profile (34 ms per request + 10 ms): batch must
 // meet the p95 SLO and cost less per request.
 func TestBatchPolicyBeatsLambda(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	curve, err := profile.NewCurve([]profile.Point{{Batch: 1, Time: 44 * time.Millisecond}, {Batch: 20, Time: 690 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

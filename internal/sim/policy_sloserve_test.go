@@ -40,6 +40,7 @@ func newSloserveFor(t *testing.T, m profile.Model, spec slo.Spec, load LoadStats
 
 // TestSloserveTierChoice: the base load goes to the cheaper tier at the trace's mean rate.
 func TestSloserveTierChoice(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	vm := map[string]profile.Backend{"c5.large": {Curve: testCurve(t, map[int]float64{1: 35, 8: 39, 32: 56}), Slots: 9}}
 	cases := []struct {
 		name     string
@@ -77,6 +78,7 @@ func TestSloserveTierChoice(t *testing.T) {
 
 // TestSloserveReasonsNamePieces: every decision says which piece made it.
 func TestSloserveReasonsNamePieces(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	p, s := newSloserveFor(t, DefaultModel(), slo.DefaultSpec(), LoadStats{MeanRPS: 50, PeakRPS: 80})
 	now := DefaultEpoch.Add(time.Minute)
 	d := s.Scale(autoscale.Snapshot{}, now)
@@ -95,6 +97,7 @@ func TestSloserveReasonsNamePieces(t *testing.T) {
 // TestSloserveDeadlineGuard: the serverless buffer dispatches by deadline − S(k) even when
 // BATCH's timeout is longer.
 func TestSloserveDeadlineGuard(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	p, _ := newSloserveFor(t, DefaultModel(), slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, LoadStats{MeanRPS: 50, PeakRPS: 80})
 	b := p.Serverless.Batching
 	// One minute of 50 req/s arrivals, then the online planner's first fit (BATCH §VI-D).
@@ -149,6 +152,7 @@ func TestSloserveKeepsOneVMWithoutServerless(t *testing.T) {
 
 // TestSloserveServerlessOnly: a model with no VM profile is served on the serverless tier alone.
 func TestSloserveServerlessOnly(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	m := profile.Model{Name: "m", Serverless: DefaultModel().Serverless}
 	p, s := newSloserveFor(t, m, slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, LoadStats{MeanRPS: 30, PeakRPS: 60})
 	if s != nil || p.Scaler != nil || len(p.Initial) != 0 {

@@ -13,6 +13,7 @@ import (
 // sloserve's default setting: one entry per (trace, policy), sagemaker's ratio 1, a verdict per
 // trace, and sloserve meeting the SLO.
 func TestScoreboardSample(t *testing.T) {
+	t.Parallel() // long and independent: lets the package's tests use both cores
 	es, notes, err := RunScoreboard(context.Background(), ScoreboardConfig{
 		Root: "../..", TraceDirs: []string{"../../testdata/traces"}, Settings: DefaultScoreSettings()[:1],
 		Policies: []string{"sagemaker", "mark", "sloserve"}, Duration: 5 * time.Minute,
