@@ -54,9 +54,9 @@ func runTrain(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%-12s %9s %8s %8s  %s\n", "model", "params", "test acc", "sample", "architecture")
+	fmt.Fprintf(e.stdout, "%-18s %9s %8s %8s  %s\n", "model", "params", "test acc", "sample", "architecture")
 	for _, m := range man.Models {
-		fmt.Fprintf(e.stdout, "%-12s %9d %8.4f %8.4f  %s\n", m.Name, m.Params, m.Accuracy, m.SampleAccuracy, m.Architecture)
+		fmt.Fprintf(e.stdout, "%-18s %9d %8.4f %8.4f  %s\n", m.Name, m.Params, m.Accuracy, m.SampleAccuracy, m.Architecture)
 	}
 	return nil
 }
