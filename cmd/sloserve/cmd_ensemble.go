@@ -57,6 +57,7 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s (maps requests onto 30 s selection intervals)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "shuffle seed")
 	fs.BoolVar(&cfg.CrossFit, "cross-fit", false, "hold labels out: learn from even images, score odd ones, then swap")
+	fs.Float64Var(&cfg.EarlyExit, "early-exit", cfg.EarlyExit, "slack of the early-exit strategy in (0, 1): stop querying members once those left could overturn the vote only with more than this share of their weight (the exact early exit, 1, is reported too)")
 	opts := measure.DefaultOptions()
 	fs.IntVar(&opts.LatencyRuns, "latency-runs", opts.LatencyRuns, "batch-1 runs per model whose median is its latency")
 	data := fs.String("data", measure.DataSample, "labelled images: sample (the bundled 1,000) | full (the 10,000 Fashion-MNIST test images in --data-dir; --passes defaults to 3)")
@@ -137,18 +138,30 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 }
 
 func printEnsembleEval(w io.Writer, rep ensemble.EvalReport) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "baseline %s: target accuracy %.4f, candidates faster than %.3f ms; %d scored requests per strategy\n\n",
+	fmt.Fprintf(w, "baseline %s: target accuracy %.4f, candidates faster than %.4f ms; %d scored requests per strategy\n\n",
 		rep.Baseline, rep.TargetAccuracy, rep.LatencyMS, rep.Requests)
-	fmt.Fprintln(tw, "strategy\taccuracy\tplain majority\tmean models\tlatency ms\t")
-	for _, s := range rep.Single {
-		fmt.Fprintf(tw, "%s\t%.4f\t-\t1.00\t%.4f\t\n", s.Model, s.Accuracy, s.LatencyMS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	b8 := "-"
+	if rep.Batch > 0 {
+		b8 = fmt.Sprintf("b=%d ms", rep.Batch)
 	}
-	for _, r := range []struct {
-		name string
-		e    ensemble.EvalEnsemble
-	}{{"full", rep.Full}, {"static", rep.Static}, {"dynamic", rep.Dynamic}} {
-		fmt.Fprintf(tw, "%s (%d)\t%.4f\t%.4f\t%.2f\t%.4f\t\n", r.name, len(r.e.Models), r.e.Accuracy, r.e.Plain.Accuracy, r.e.MeanModels, r.e.LatencyMS)
+	fmt.Fprintf(tw, "model\taccuracy\tb=1 ms\t%s\n", b8)
+	for _, s := range rep.Single {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\n", s.Model, s.Accuracy, s.LatencyMS, s.BatchLatencyMS)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(tw, "ensemble\tvoting\taccuracy\tmean models\tlatency ms")
+	for _, e := range rep.Ensembles {
+		name := fmt.Sprintf("%s (%d)", e.Name, len(e.Models))
+		if e.EarlyExit > 0 {
+			name = fmt.Sprintf("%s (%d, slack %g)", e.Name, len(e.Models), e.EarlyExit)
+		}
+		for _, v := range e.Votes {
+			fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.2f\t%.4f\n", name, v.Voting, v.Accuracy, v.MeanModels, v.LatencyMS)
+		}
 	}
 	return tw.Flush()
 }

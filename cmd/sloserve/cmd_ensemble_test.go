@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,7 @@ func TestEnsembleAndKeepaliveUsageErrors(t *testing.T) {
 		{"eval bad runtime", runEnsemble, []string{"eval", "--runtime", "tpu"}},
 		{"eval unknown baseline", runEnsemble, []string{"eval", "--baseline", "resnet"}},
 		{"eval zero passes", runEnsemble, []string{"eval", "--passes", "0"}},
+		{"eval early exit of one", runEnsemble, []string{"eval", "--early-exit", "1"}},
 		{"eval target above one", runEnsemble, []string{"eval", "--target-accuracy", "1.5"}},
 		{"eval unknown flag", runEnsemble, []string{"eval", "--nope"}},
 		{"sim missing table", runEnsemble, []string{"sim", "--table", "testdata/does-not-exist.csv"}},
@@ -48,30 +50,43 @@ func TestEnsembleEvalJSON(t *testing.T) {
 		t.Fatalf("run(%v): %v\n%s", args, err, errOut.String())
 	}
 	var rep struct {
+		Batch  int `json:"batch"`
 		Single []struct {
-			Model     string  `json:"model"`
-			Accuracy  float64 `json:"accuracy"`
-			LatencyMS float64 `json:"latency_ms"`
+			Model          string  `json:"model"`
+			Accuracy       float64 `json:"accuracy"`
+			LatencyMS      float64 `json:"latency_ms"`
+			BatchLatencyMS float64 `json:"batch_latency_ms"`
 		} `json:"single"`
-		Full, Static, Dynamic struct {
-			Accuracy   *float64 `json:"accuracy"`
-			MeanModels *float64 `json:"mean_models"`
-			LatencyMS  *float64 `json:"latency_ms"`
-		}
+		Ensembles []struct {
+			Name  string `json:"name"`
+			Votes []struct {
+				Voting     string   `json:"voting"`
+				Accuracy   *float64 `json:"accuracy"`
+				MeanModels *float64 `json:"mean_models"`
+				LatencyMS  *float64 `json:"latency_ms"`
+			} `json:"votes"`
+		} `json:"ensembles"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 	}
-	if len(rep.Single) < 2 {
-		t.Fatalf("want every bundled model in single, got %d", len(rep.Single))
+	if len(rep.Single) < 2 || rep.Batch != 8 || rep.Single[0].BatchLatencyMS <= 0 {
+		t.Fatalf("want every bundled model in single with a batch-8 latency, got batch %d, %+v", rep.Batch, rep.Single)
 	}
-	for _, e := range []struct {
-		name string
-		a, m *float64
-	}{{"full", rep.Full.Accuracy, rep.Full.MeanModels}, {"static", rep.Static.Accuracy, rep.Static.MeanModels}, {"dynamic", rep.Dynamic.Accuracy, rep.Dynamic.MeanModels}} {
-		if e.a == nil || e.m == nil || *e.a <= 0.5 || *e.m < 1 {
-			t.Errorf("%s: accuracy %v mean models %v", e.name, e.a, e.m)
+	var names []string
+	for _, e := range rep.Ensembles {
+		names = append(names, e.Name)
+		if len(e.Votes) != 4 {
+			t.Errorf("%s: %d voting schemes, want 4 (the bundled models give probabilities)", e.Name, len(e.Votes))
 		}
+		for _, v := range e.Votes {
+			if v.Accuracy == nil || v.MeanModels == nil || v.LatencyMS == nil || *v.Accuracy <= 0.5 || *v.MeanModels < 1 {
+				t.Errorf("%s %s: accuracy %v mean models %v latency %v", e.Name, v.Voting, v.Accuracy, v.MeanModels, v.LatencyMS)
+			}
+		}
+	}
+	if got := strings.Join(names, ","); got != "full,static,dynamic,early-exit-exact,early-exit" {
+		t.Errorf("ensembles (-want +got):\n-full,static,dynamic,early-exit-exact,early-exit\n+%s", got)
 	}
 }
 

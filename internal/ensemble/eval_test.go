@@ -1,13 +1,16 @@
 package ensemble
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 )
 
 // synthAnswers builds answers for three fast 80 %-accurate models with independent errors and
-// one slow 85 % model, over n images of 10 classes.
+// one slow 85 % model, over n images of 10 classes, with class probabilities: a model puts
+// 0.4–1 on its top-1 class and spreads the rest over two other classes.
 func synthAnswers(n int) Answers {
 	rng := rand.New(rand.NewPCG(3, 4))
 	a := Answers{Models: []Model{
@@ -15,9 +18,10 @@ func synthAnswers(n int) Answers {
 		{Name: "f2", Latency: time.Millisecond, Accuracy: 0.8, PackingFactor: 4},
 		{Name: "f3", Latency: 2 * time.Millisecond, Accuracy: 0.8, PackingFactor: 2},
 		{Name: "big", Latency: 4 * time.Millisecond, Accuracy: 0.85, PackingFactor: 1},
-	}}
+	}, Classes: 10}
 	acc := []float64{0.8, 0.8, 0.8, 0.85}
 	a.Pred = make([][]int, len(acc))
+	a.Prob = make([][]float32, len(acc))
 	for range n {
 		label := rng.IntN(10)
 		a.Labels = append(a.Labels, label)
@@ -27,9 +31,35 @@ func synthAnswers(n int) Answers {
 				p = (label + 1 + rng.IntN(9)) % 10
 			}
 			a.Pred[m] = append(a.Pred[m], p)
+			row := make([]float32, 10)
+			top := 0.4 + 0.6*rng.Float64()
+			row[p] = float32(top)
+			other := (p + 1 + rng.IntN(9)) % 10
+			if p != label && rng.IntN(2) == 0 {
+				other = label // a wrong model often has the truth as runner-up
+			}
+			row[other] += float32((1 - top) * 0.7)
+			row[(other+1+rng.IntN(8))%10] += float32((1 - top) * 0.3)
+			if argmaxF(row) != p { // keep the top-1 class on top
+				row[p], row[argmaxF(row)] = row[argmaxF(row)], row[p]
+			}
+			a.Prob[m] = append(a.Prob[m], row...)
 		}
 	}
 	return a
+}
+
+func vote(t *testing.T, rep EvalReport, ens string, v Voting) EvalVoting {
+	t.Helper()
+	e, ok := rep.Ensemble(ens)
+	if !ok {
+		t.Fatalf("no %q ensemble in %+v", ens, rep.Ensembles)
+	}
+	r, ok := e.Vote(v)
+	if !ok {
+		t.Fatalf("%s: no %s vote in %+v", ens, v, e.Votes)
+	}
+	return r
 }
 
 func TestEvaluate(t *testing.T) {
@@ -43,31 +73,73 @@ func TestEvaluate(t *testing.T) {
 	}
 	ecfg := DefaultConfig()
 	ecfg.LatencyMargin = 0
-	rep, err := Evaluate(a, c, ecfg, EvalConfig{Passes: 10, Rate: 50, Seed: 1})
+	cfg := EvalConfig{Passes: 10, Rate: 50, Seed: 1, EarlyExit: 0.5}
+	rep, err := Evaluate(a, c, ecfg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Requests != 10000 || len(rep.Single) != 4 || len(rep.Full.Models) != 3 || len(rep.Static.Models) != 1 {
-		t.Fatalf("report shape: requests %d singles %d full %v static %v", rep.Requests, len(rep.Single), rep.Full.Models, rep.Static.Models)
+	var names []string
+	for _, e := range rep.Ensembles {
+		names = append(names, e.Name)
+		if len(e.Votes) != len(Votings) {
+			t.Errorf("%s: %d votes, want one per scheme (%d)", e.Name, len(e.Votes), len(Votings))
+		}
 	}
-	bigAcc := rep.Single[3].Accuracy
-	if rep.Full.Accuracy <= bigAcc || rep.Full.LatencyMS >= rep.Single[3].LatencyMS {
-		t.Errorf("three independent 80%% models should beat the 85%% model faster: full %.4f at %.1f ms vs %.4f at %.1f ms",
-			rep.Full.Accuracy, rep.Full.LatencyMS, bigAcc, rep.Single[3].LatencyMS)
+	full, _ := rep.Ensemble(EvalFull)
+	static, _ := rep.Ensemble(EvalStatic)
+	if rep.Requests != 10000 || len(rep.Single) != 4 || len(full.Models) != 3 || len(static.Models) != 1 ||
+		fmt.Sprint(names) != "[full static dynamic early-exit-exact early-exit]" {
+		t.Fatalf("report shape: requests %d singles %d full %v static %v ensembles %v", rep.Requests, len(rep.Single), full.Models, static.Models, names)
 	}
-	if rep.Full.MeanModels != 3 || rep.Static.MeanModels != 1 || rep.Dynamic.MeanModels > 3 {
-		t.Errorf("mean models: full %v static %v dynamic %v", rep.Full.MeanModels, rep.Static.MeanModels, rep.Dynamic.MeanModels)
+	bigAcc, bigLat := rep.Single[3].Accuracy, rep.Single[3].LatencyMS
+	for _, v := range Votings {
+		f := vote(t, rep, EvalFull, v)
+		if f.Accuracy <= bigAcc || f.LatencyMS >= bigLat || f.MeanModels != 3 {
+			t.Errorf("%s: three independent 80%% models should beat the 85%% model faster: full %.4f at %.1f ms with %.2f models vs %.4f at %.1f ms",
+				v, f.Accuracy, f.LatencyMS, f.MeanModels, bigAcc, bigLat)
+		}
+		if s := vote(t, rep, EvalStatic, v); s.MeanModels != 1 {
+			t.Errorf("%s: static mean models %v, want 1", v, s.MeanModels)
+		}
+		if d := vote(t, rep, EvalDynamic, v); d.MeanModels > 3 {
+			t.Errorf("%s: dynamic mean models %v > 3", v, d.MeanModels)
+		}
+		exact, loose := vote(t, rep, EvalExitExact, v), vote(t, rep, EvalExit, v)
+		if !(exact.MeanModels < 3 && loose.MeanModels <= exact.MeanModels && loose.MeanModels >= 2) {
+			t.Errorf("%s: early exit mean models exact %.3f, slack 0.5 %.3f; want slack ≤ exact < 3 and ≥ 2 (2 of 3 must agree)", v, exact.MeanModels, loose.MeanModels)
+		}
+		// Unweighted votes are the same function of the same answers whether or not the exit
+		// stopped early: the exact early exit must score exactly the full ensemble's accuracy.
+		if !v.Weighted() && exact.Accuracy != f.Accuracy {
+			t.Errorf("%s: exact early exit accuracy %.4f, full %.4f: must be equal", v, exact.Accuracy, f.Accuracy)
+		}
+		if v.Weighted() && math.Abs(exact.Accuracy-f.Accuracy) > 0.005 {
+			t.Errorf("%s: exact early exit accuracy %.4f vs full %.4f: only the weights' feedback differs", v, exact.Accuracy, f.Accuracy)
+		}
 	}
-	again, _ := Evaluate(a, c, ecfg, EvalConfig{Passes: 10, Rate: 50, Seed: 1})
-	if again.Dynamic.EvalVoting != rep.Dynamic.EvalVoting || again.Dynamic.Plain != rep.Dynamic.Plain {
-		t.Errorf("Evaluate is not deterministic: %+v then %+v", rep.Dynamic, again.Dynamic)
+	if s, m := vote(t, rep, EvalFull, VoteSoft), vote(t, rep, EvalFull, VoteMajority); s.Accuracy <= m.Accuracy {
+		t.Errorf("soft voting %.4f should beat majority %.4f when wrong models rank the truth second", s.Accuracy, m.Accuracy)
 	}
-	cross, err := Evaluate(a, c, ecfg, EvalConfig{Passes: 10, Rate: 50, Seed: 1, CrossFit: true})
+	again, _ := Evaluate(a, c, ecfg, cfg)
+	if fmt.Sprint(again.Ensembles) != fmt.Sprint(rep.Ensembles) {
+		t.Errorf("Evaluate is not deterministic: %+v then %+v", rep.Ensembles, again.Ensembles)
+	}
+	cfg.CrossFit = true
+	cross, err := Evaluate(a, c, ecfg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cross.Requests != 10000 || cross.Full.MeanModels != 3 {
-		t.Errorf("cross-fitted report: requests %d, full mean models %v", cross.Requests, cross.Full.MeanModels)
+	if cross.Requests != 10000 || vote(t, cross, EvalFull, VoteWeightedSoft).MeanModels != 3 {
+		t.Errorf("cross-fitted report: requests %d, full %+v", cross.Requests, cross.Ensembles[0])
+	}
+	hard := a
+	hard.Prob, hard.Classes = nil, 0
+	hrep, err := Evaluate(hard, c, ecfg, DefaultEvalConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := hrep.Ensemble(EvalFull); len(e.Votes) != 2 {
+		t.Errorf("without probabilities want the two majority schemes, got %+v", e.Votes)
 	}
 }
 
@@ -79,8 +151,16 @@ func TestEvaluateRejectsBadInput(t *testing.T) {
 	if _, err := Evaluate(bad, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
 		t.Error("accepted a missing prediction row")
 	}
-	if _, err := Evaluate(a, c, DefaultConfig(), EvalConfig{Passes: 0, Rate: 1}); err == nil {
+	if _, err := Evaluate(a, c, DefaultConfig(), EvalConfig{Passes: 0, Rate: 1, EarlyExit: 0.5}); err == nil {
 		t.Error("accepted zero passes")
+	}
+	if _, err := Evaluate(a, c, DefaultConfig(), EvalConfig{Passes: 1, Rate: 1, EarlyExit: 1}); err == nil {
+		t.Error("accepted an early-exit slack of 1 (the exact exit is always reported)")
+	}
+	ragged := a
+	ragged.Prob = [][]float32{a.Prob[0], a.Prob[1], a.Prob[2], a.Prob[3][:5]}
+	if _, err := Evaluate(ragged, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
+		t.Error("accepted a short probability row")
 	}
 	if _, _, err := a.Baseline("nope"); err == nil {
 		t.Error("accepted an unknown baseline")

@@ -81,8 +81,34 @@ type Strategy struct {
 	Dynamic bool
 	// Weighted uses class-weighted voting (learned from feedback) instead of plain majority.
 	Weighted bool
+	// Soft votes with the members' class probabilities (VoteSoft, or VoteWeightedSoft with
+	// Weighted) instead of their top-1 classes; the stream must carry probabilities (real models
+	// do, the ImageNet oracle does not).
+	Soft bool
 	// Mode is what the class weights measure (default Precision).
 	Mode WeightMode
+	// EarlyExit > 0 queries the ensemble's members one at a time, most accurate first, and stops
+	// as soon as the vote is decided (Tally.Decided with reach = EarlyExit × the unqueried
+	// members' summed Tally.Reach): per-request dynamic selection. 1 is exact — the answer is the
+	// one the whole ensemble would give with the same weights; a smaller value stops sooner,
+	// betting that the remaining members will not all back the runner-up. 0 queries every
+	// member. With weighted voting the weights learn only from the members queried, so a member
+	// reached mostly on hard requests earns a lower weight than it would in the full ensemble
+	// (on the bundled models that helps: docs/cocktail.md).
+	EarlyExit float64
+}
+
+// Voting returns the strategy's voting scheme.
+func (s Strategy) Voting() Voting {
+	switch {
+	case s.Soft && s.Weighted:
+		return VoteWeightedSoft
+	case s.Soft:
+		return VoteSoft
+	case s.Weighted:
+		return VoteWeighted
+	}
+	return VoteMajority
 }
 
 // SimResult is what one strategy achieved on the simulated workload.
@@ -118,7 +144,10 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 	if err != nil {
 		return SimResult{}, err
 	}
-	draw := func(_ int, answer []int) request {
+	if s.Soft {
+		return SimResult{}, fmt.Errorf("simulate %s: the oracle answers top-1 classes only, not probabilities", s.Name)
+	}
+	draw := func(_ int, answer []int, _ [][]float32) request {
 		label, feedback := o.Draw(answer)
 		return request{label: label, feedback: feedback, scored: true}
 	}
@@ -133,11 +162,17 @@ type request struct {
 }
 
 // serve runs strategy s over n requests arriving at rate per second; next fills answer (indexed
-// like rows) with every model's answer to request i and describes the request. It is the one
-// serving loop behind Simulate and Evaluate: vote, learn class weights from feedback, and let
-// the dynamic policy step at each interval boundary.
+// like rows) with every model's top-1 answer to request i — and, when it has them, probs with
+// every model's class probabilities — and describes the request. It is the one serving loop
+// behind Simulate and Evaluate: vote, learn class weights from feedback, and let the dynamic
+// policy step at each interval boundary.
+//
+// Latency is the slowest queried member's (members run in parallel), except under EarlyExit,
+// where members are queried in stages: first, in parallel, the shortest most-accurate-first
+// prefix whose votes could decide the request on their own, then one member at a time; a
+// request's latency is the slowest member of the first stage plus each later member's.
 func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n int, rate float64,
-	next func(i int, answer []int) request) (SimResult, error) {
+	next func(i int, answer []int, probs [][]float32) request) (SimResult, error) {
 	row := map[string]int{}
 	for i, r := range rows {
 		row[r] = i
@@ -157,6 +192,9 @@ func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n
 	if len(s.Models) == 0 && !s.Dynamic {
 		return SimResult{}, fmt.Errorf("serve %s: no models", s.Name)
 	}
+	if !(s.EarlyExit >= 0 && s.EarlyExit <= 1) {
+		return SimResult{}, fmt.Errorf("serve %s: early exit %v must be in [0, 1]", s.Name, s.EarlyExit)
+	}
 	start := time.Unix(0, 0).UTC()
 	active := s.Models
 	var dyn *Dynamic
@@ -171,9 +209,15 @@ func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n
 	for _, m := range pool {
 		weights.SetPrior(m.Name, m.Accuracy)
 	}
+	tally, err := NewTally(s.Voting(), weights)
+	if err != nil {
+		return SimResult{}, err
+	}
 	nextStep := start.Add(ecfg.Interval)
 	answer := make([]int, len(rows))
+	probs := make([][]float32, len(rows))
 	preds := make([]Prediction, 0, len(rows))
+	reach := make([]float64, 0, len(rows))
 	res := SimResult{Name: s.Name}
 	var latSum, right float64
 	for i := range n {
@@ -185,19 +229,48 @@ func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n
 				res.Changes++
 			}
 		}
-		rq := next(i, answer)
+		clear(probs)
+		rq := next(i, answer, probs)
 		preds = preds[:0]
+		tally.Reset()
+		// rest[k] is what members k.. can add to one class, for the early-exit test.
+		reach = reach[:0]
+		if s.EarlyExit > 0 {
+			for _, m := range active {
+				reach = append(reach, tally.Reach(m))
+			}
+			for k := len(reach) - 2; k >= 0; k-- {
+				reach[k] += reach[k+1]
+			}
+			reach = append(reach, 0)
+		}
 		var lat time.Duration
-		for _, m := range active {
-			preds = append(preds, Prediction{Model: m, Class: answer[row[m]]})
-			lat = max(lat, byName[m].Latency)
+		staged := false // past the first stage
+		for k, m := range active {
+			r := row[m]
+			if s.Soft && probs[r] == nil {
+				return SimResult{}, fmt.Errorf("serve %s: request %d carries no probabilities for %q", s.Name, i, m)
+			}
+			if err := tally.Add(m, answer[r], probs[r]); err != nil {
+				return SimResult{}, fmt.Errorf("serve %s: request %d: %w", s.Name, i, err)
+			}
+			preds = append(preds, Prediction{Model: m, Class: answer[r]})
+			if staged {
+				lat += byName[m].Latency
+			} else {
+				lat = max(lat, byName[m].Latency)
+			}
+			if s.EarlyExit > 0 {
+				if tally.Decided(s.EarlyExit * reach[k+1]) {
+					break
+				}
+				// The first stage ends at the first prefix that could have decided by itself.
+				if !staged && reach[0]-reach[k+1] > s.EarlyExit*reach[k+1] {
+					staged = true
+				}
+			}
 		}
-		var v Verdict
-		if s.Weighted {
-			v = weights.Weighted(preds)
-		} else {
-			v = Majority(preds)
-		}
+		v := tally.Verdict()
 		ok := v.Class == rq.label
 		if rq.scored {
 			res.Requests++

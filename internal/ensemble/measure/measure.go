@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -44,21 +45,29 @@ type Options struct {
 	// Batch is the batch size used to compute predictions; ≥ 1 (default 100).
 	Batch int
 	// LatencyRuns is how many single-request (batch 1) runs measure each model's latency, the
-	// median of which is reported; ≥ 1 (default 200).
+	// median of which is reported; ≥ 1 (default 200). As many runs at LatencyBatch measure the
+	// batched latency.
 	LatencyRuns int
+	// LatencyBatch is the batch size of the second latency measurement; 0 skips it, else ≥ 2
+	// (default 8; at most the sample's size).
+	LatencyBatch int
 	// Clock returns the current time (nil: time.Now).
 	Clock func() time.Time
 }
 
-// DefaultOptions returns batch 100 and 200 latency runs.
-func DefaultOptions() Options { return Options{Batch: 100, LatencyRuns: 200} }
+// DefaultOptions returns batch 100, 200 latency runs and a batched latency at 8.
+func DefaultOptions() Options { return Options{Batch: 100, LatencyRuns: 200, LatencyBatch: 8} }
 
-// Collect runs every classifier over the sample: predictions (argmax of the first output) in
-// batches, and latency as the median of opts.LatencyRuns batch-1 runs over the first images
-// (one warm-up run first). Models run one after another so their latencies do not interfere.
-// Each model's Accuracy is its accuracy on the sample and its PackingFactor is the slowest
-// model's latency divided by its own (how many of its requests fit in the slowest one's time,
-// a stand-in for Table 1's P_f on one core).
+// Collect runs every classifier over the sample: predictions (argmax of the first output, which
+// is also kept as the class probabilities) in batches, then latency as the median of
+// opts.LatencyRuns batch-1 runs and as many runs at opts.LatencyBatch, over the first images
+// (one warm-up run each first). Models run one after another, never concurrently, and the
+// latency runs are interleaved round-robin across models — run r of every model before run r+1
+// of any — so load from other processes on a shared machine drifts over all models alike
+// instead of penalising whichever model was measured during a busy spell. Each model's Accuracy
+// is its accuracy on the sample and its PackingFactor is the slowest model's latency divided by
+// its own (how many of its requests fit in the slowest one's time, a stand-in for Table 1's P_f
+// on one core).
 func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ensemble.Answers, error) {
 	if len(cls) == 0 {
 		return ensemble.Answers{}, errors.New("collect: no classifiers")
@@ -70,6 +79,10 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 	if opts.Batch < 1 || opts.LatencyRuns < 1 {
 		return ensemble.Answers{}, fmt.Errorf("collect: batch %d and latency runs %d must be >= 1", opts.Batch, opts.LatencyRuns)
 	}
+	if opts.LatencyBatch == 1 || opts.LatencyBatch < 0 {
+		return ensemble.Answers{}, fmt.Errorf("collect: latency batch %d must be 0 or >= 2", opts.LatencyBatch)
+	}
+	lb := min(opts.LatencyBatch, n)
 	now := opts.Clock
 	if now == nil {
 		now = time.Now
@@ -77,13 +90,24 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 	a := ensemble.Answers{Labels: s.Labels}
 	for _, c := range cls {
 		pred := make([]int, 0, n)
+		var prob []float32
 		for from := 0; from < n; from += opts.Batch {
 			to := min(n, from+opts.Batch)
-			out, err := run(ctx, c, s, from, to)
+			out, k, err := run(ctx, c, s, from, to)
 			if err != nil {
 				return ensemble.Answers{}, err
 			}
-			pred = append(pred, out...)
+			switch {
+			case a.Classes == 0:
+				a.Classes = k
+			case k != a.Classes:
+				return ensemble.Answers{}, fmt.Errorf("collect %s: %d scores per image, other models give %d", c.Name, k, a.Classes)
+			}
+			for i := range to - from {
+				row := out[i*k : (i+1)*k]
+				pred = append(pred, argmax(row))
+				prob = append(prob, probabilities(row)...)
+			}
 		}
 		right := 0
 		for i, p := range pred {
@@ -91,56 +115,107 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 				right++
 			}
 		}
-		if _, err := run(ctx, c, s, 0, 1); err != nil { // warm-up
-			return ensemble.Answers{}, err
-		}
-		lat := make([]time.Duration, opts.LatencyRuns)
-		for i := range lat {
-			j := i % n
-			t := now()
-			if _, err := run(ctx, c, s, j, j+1); err != nil {
-				return ensemble.Answers{}, err
-			}
-			lat[i] = now().Sub(t)
-		}
-		slices.Sort(lat)
-		med := max(lat[len(lat)/2], time.Nanosecond)
-		a.Models = append(a.Models, ensemble.Model{Name: c.Name, Latency: med,
-			Accuracy: max(float64(right)/float64(n), 1e-9), PackingFactor: 1})
+		a.Models = append(a.Models, ensemble.Model{Name: c.Name, Accuracy: max(float64(right)/float64(n), 1e-9), PackingFactor: 1})
 		a.Pred = append(a.Pred, pred)
+		a.Prob = append(a.Prob, prob)
+	}
+	lat, err := latencies(ctx, cls, s, 1, opts.LatencyRuns, now)
+	if err != nil {
+		return ensemble.Answers{}, err
 	}
 	slowest := time.Duration(0)
-	for _, m := range a.Models {
-		slowest = max(slowest, m.Latency)
+	for i, l := range lat {
+		a.Models[i].Latency = l
+		slowest = max(slowest, l)
 	}
 	for i := range a.Models {
 		a.Models[i].PackingFactor = float64(slowest) / float64(a.Models[i].Latency)
 	}
+	if lb >= 2 {
+		if a.BatchLatency, err = latencies(ctx, cls, s, lb, opts.LatencyRuns, now); err != nil {
+			return ensemble.Answers{}, err
+		}
+		a.Batch = lb
+	}
 	return a, nil
 }
 
-// run classifies rows [from, to) and returns the argmax class of each.
-func run(ctx context.Context, c Classifier, s Sample, from, to int) ([]int, error) {
+// latencies returns each classifier's median latency over runs batches of b consecutive rows,
+// interleaved round-robin across classifiers after one warm-up run each.
+func latencies(ctx context.Context, cls []Classifier, s Sample, b, runs int, now func() time.Time) ([]time.Duration, error) {
+	n := len(s.Labels)
+	for _, c := range cls { // warm-up
+		if _, _, err := run(ctx, c, s, 0, b); err != nil {
+			return nil, err
+		}
+	}
+	lat := make([][]time.Duration, len(cls))
+	for r := range runs {
+		j := (r * b) % (n - b + 1)
+		for m, c := range cls {
+			t := now()
+			if _, _, err := run(ctx, c, s, j, j+b); err != nil {
+				return nil, err
+			}
+			lat[m] = append(lat[m], now().Sub(t))
+		}
+	}
+	out := make([]time.Duration, len(cls))
+	for m, l := range lat {
+		slices.Sort(l)
+		out[m] = max(l[len(l)/2], time.Nanosecond)
+	}
+	return out, nil
+}
+
+// run scores rows [from, to) and returns the first output's rows and their width.
+func run(ctx context.Context, c Classifier, s Sample, from, to int) ([]float32, int, error) {
 	b := to - from
 	in := models.Tensor{Name: c.Input, Shape: []int64{int64(b), int64(s.Dim)}, Data: s.X[from*s.Dim : to*s.Dim]}
 	out, err := c.Runner.Run(ctx, []models.Tensor{in})
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", c.Name, err)
+		return nil, 0, fmt.Errorf("run %s: %w", c.Name, err)
 	}
 	if len(out) == 0 || len(out[0].Data) == 0 || len(out[0].Data)%b != 0 {
-		return nil, fmt.Errorf("run %s: unexpected output for a batch of %d", c.Name, b)
+		return nil, 0, fmt.Errorf("run %s: unexpected output for a batch of %d", c.Name, b)
 	}
-	k := len(out[0].Data) / b
-	res := make([]int, b)
-	for i := range b {
-		row := out[0].Data[i*k : (i+1)*k]
-		best := 0
-		for j, v := range row {
-			if v > row[best] {
-				best = j
-			}
+	return out[0].Data, len(out[0].Data) / b, nil
+}
+
+// probabilities returns row when it is a probability distribution (non-negative, summing to 1
+// within 1e-3: the bundled models end in a softmax), else its softmax, so soft voting always
+// adds probabilities. Either way the argmax is row's.
+func probabilities(row []float32) []float32 {
+	var sum float64
+	ok := true
+	for _, v := range row {
+		ok = ok && v >= 0
+		sum += float64(v)
+	}
+	if ok && math.Abs(sum-1) <= 1e-3 {
+		return row
+	}
+	mx := row[argmax(row)]
+	out := make([]float32, len(row))
+	sum = 0
+	for i, v := range row {
+		e := math.Exp(float64(v - mx))
+		out[i] = float32(e)
+		sum += e
+	}
+	for i := range out {
+		out[i] = float32(float64(out[i]) / sum)
+	}
+	return out
+}
+
+// argmax returns the index of the largest score, the first on ties.
+func argmax(row []float32) int {
+	best := 0
+	for j, v := range row {
+		if v > row[best] {
+			best = j
 		}
-		res[i] = best
 	}
-	return res, nil
+	return best
 }
