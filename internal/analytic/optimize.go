@@ -119,6 +119,39 @@ type Problem struct {
 	Pricing Pricing
 	// Start selects π(0) (StartExact unless reproducing the paper).
 	Start StartPhase
+	// Attainment, when its Threshold is set, makes the optimiser predict each plan's attainment
+	// under service noise (Batching.Attainment) and, for MinCost with Min > 0, require it too.
+	Attainment AttainmentSpec
+}
+
+// AttainmentSpec is a second, optional constraint of Eq. 2 (not in BATCH): the fraction of
+// requests predicted within Threshold when batch service times vary log-normally with
+// coefficient of variation ServiceCV must be at least Min. A caller sets Min to what another
+// plan attains (PolicyConfig.Reference) to make sure the plan it gets is never predicted worse
+// than that one at the SLO. When no configuration meeting the SLO constraint reaches Min, Min
+// is dropped: the plan is the cheapest within the SLO, as without it.
+type AttainmentSpec struct {
+	// Threshold is the latency the attainment is counted against (the SLO itself, not a guard).
+	Threshold time.Duration `json:"threshold"`
+	// ServiceCV is the coefficient of variation of batch service times, ≥ 0.
+	ServiceCV float64 `json:"service_cv"`
+	// Min is the least attainment required, in [0, 1]; 0 only reports the plan's.
+	Min float64 `json:"min"`
+}
+
+// Validate reports the first field that is out of range.
+func (a AttainmentSpec) Validate() error {
+	switch {
+	case a.Threshold < 0:
+		return fmt.Errorf("attainment.threshold: must be ≥ 0, got %v", a.Threshold)
+	case !(a.ServiceCV >= 0 && a.ServiceCV <= 2):
+		return fmt.Errorf("attainment.service_cv: must be in [0, 2], got %g", a.ServiceCV)
+	case !(a.Min >= 0 && a.Min <= 1):
+		return fmt.Errorf("attainment.min: must be in [0, 1], got %g", a.Min)
+	case a.Min > 0 && a.Threshold == 0:
+		return fmt.Errorf("attainment.threshold: must be > 0 with min %g", a.Min)
+	}
+	return nil
 }
 
 // Plan is the optimiser's answer: the configuration and what the model predicts for it.
@@ -141,6 +174,9 @@ type Plan struct {
 	MeanBatchSize float64 `json:"mean_batch_size"`
 	// ArrivalRate is the arrival process's mean rate in requests per second.
 	ArrivalRate float64 `json:"arrival_rate_rps"`
+	// Attainment is the predicted fraction of requests within Problem.Attainment.Threshold
+	// under its service noise (0 when the problem has no threshold).
+	Attainment float64 `json:"predicted_attainment,omitempty"`
 	// Feasible reports whether the constraint (SLO or budget) is met.
 	Feasible bool `json:"feasible"`
 	// Explored is the number of (memory, B, T) configurations evaluated.
@@ -168,6 +204,9 @@ func (p Problem) Validate() error {
 	if err := p.grid().Validate(); err != nil {
 		return err
 	}
+	if err := p.Attainment.Validate(); err != nil {
+		return err
+	}
 	return p.pricing().Validate()
 }
 
@@ -189,6 +228,7 @@ func (p Problem) pricing() Pricing {
 type candidate struct {
 	mem, b, j int
 	cost, q   float64 // q: P_p in seconds (NaN until computed)
+	att       float64 // predicted attainment (NaN until computed)
 	bt        *Batching
 	svc       []float64
 }
@@ -239,6 +279,16 @@ func Optimize(p Problem) (Plan, error) {
 	pct := p.Percentile
 
 	var best, fallback *candidate
+	// withinSLO is the cheapest configuration meeting the SLO constraint when an attainment
+	// floor is set (the plan if none reaches the floor).
+	var withinSLO *candidate
+	floor := p.Objective == MinCost && p.Attainment.Min > 0
+	attain := func(c *candidate) float64 {
+		if math.IsNaN(c.att) {
+			c.att = c.bt.Attainment(c.svc, p.Attainment.Threshold.Seconds(), p.Attainment.ServiceCV)
+		}
+		return c.att
+	}
 	explored := 0
 	better := func(a, b *candidate, byCost bool) bool {
 		if b == nil {
@@ -280,7 +330,7 @@ func Optimize(p Problem) (Plan, error) {
 			for i, m := range mems {
 				explored++
 				s := svc[i][:b]
-				c := &candidate{mem: m, b: b, j: j, bt: bt, svc: s, q: math.NaN()}
+				c := &candidate{mem: m, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN()}
 				for k, pk := range bt.pmf {
 					c.cost += pk * price.CallCost(s[k], m)
 				}
@@ -288,7 +338,11 @@ func Optimize(p Problem) (Plan, error) {
 				switch p.Objective {
 				case MinCost:
 					if bt.LatencyCDF(s, slo) >= pct {
-						if better(c, best, true) {
+						if floor && better(c, withinSLO, true) {
+							withinSLO = c
+						}
+						// The floor is checked only on configurations that would win on cost.
+						if better(c, best, true) && (!floor || attain(c) >= p.Attainment.Min) {
 							best = c
 						}
 					} else {
@@ -311,12 +365,21 @@ func Optimize(p Problem) (Plan, error) {
 			}
 		}
 	}
+	floorDropped := floor && best == nil && withinSLO != nil
+	if floorDropped {
+		best = withinSLO
+	}
 	feasible := best != nil
 	if !feasible {
 		best = fallback
 	}
 	if math.IsNaN(best.q) {
 		best.q, _ = best.bt.Quantile(best.svc, pct)
+	}
+	if p.Attainment.Threshold > 0 {
+		attain(best)
+	} else {
+		best.att = 0
 	}
 	plan := Plan{
 		MemoryMB: best.mem, MaxBatch: best.b,
@@ -325,12 +388,17 @@ func Optimize(p Problem) (Plan, error) {
 		LatencyMS:      best.q * 1000,
 		CostPerRequest: best.cost,
 		MeanBatchSize:  best.bt.meanK,
+		Attainment:     best.att,
 		ArrivalRate:    p.Arrivals.Rate(),
 		Feasible:       feasible,
 		Explored:       explored,
 	}
 	plan.TimeoutMS = float64(plan.Timeout) / float64(time.Millisecond)
 	switch {
+	case floorDropped:
+		plan.Reason = "cheapest configuration with P_p within the SLO (Eq. 2); none reaches the attainment floor"
+	case feasible && floor:
+		plan.Reason = "cheapest configuration with P_p within the SLO (Eq. 2) and the attainment floor"
 	case feasible && p.Objective == MinCost:
 		plan.Reason = "cheapest configuration with P_p within the SLO (Eq. 2)"
 	case feasible:
