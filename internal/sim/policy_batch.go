@@ -41,19 +41,24 @@ func (m memoryService) ServiceTime(k, _ int) float64 { return m.curve.ServiceTim
 
 func (m memoryService) Domain() (int, int, int, int) { return 1, m.maxBatch, m.memoryMB, m.memoryMB }
 
-func newBatch(env Env) (Policy, error) {
+// defaultBatchOptions returns the batch policy's defaults (BATCH's: 3008 MB, B_max 20,
+// 10–490 ms, a 1-hour window re-fitted hourly).
+func defaultBatchOptions() BatchOptions {
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
-	o := BatchOptions{MemoryMB: DefaultLambdaMemoryMB, MaxBatch: g.MaxBatch, TimeoutStep: g.TimeoutStep,
+	return BatchOptions{MemoryMB: DefaultLambdaMemoryMB, MaxBatch: g.MaxBatch, TimeoutStep: g.TimeoutStep,
 		TimeoutMax: g.TimeoutMax, Window: pc.Window, Period: pc.Period}
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
-	}
+}
+
+// batchProblem returns BATCH's online problem for env with options o: the service model at
+// the one memory size (clamped to the catalog's range) and the re-fit's configuration, P_p ≤ the
+// SLO itself at the SLO's target. sloserve solves it too, as its reference (Reference).
+func batchProblem(env Env, o BatchOptions) (memoryService, analytic.PolicyConfig, error) {
 	if o.MemoryMB <= 0 {
-		return Policy{}, fmt.Errorf("batch.memory_mb: must be > 0, got %d", o.MemoryMB)
+		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch.memory_mb: must be > 0, got %d", o.MemoryMB)
 	}
 	if env.Model.Serverless == nil {
-		return Policy{}, fmt.Errorf("batch: model %s has no serverless profile", env.Model.Name)
+		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch: model %s has no serverless profile", env.Model.Name)
 	}
 	mem := o.MemoryMB
 	if env.Catalog != nil {
@@ -61,8 +66,9 @@ func newBatch(env Env) (Policy, error) {
 	}
 	curve, err := env.Model.Serverless.At(mem)
 	if err != nil {
-		return Policy{}, fmt.Errorf("batch: %w", err)
+		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch: %w", err)
 	}
+	pc := analytic.DefaultPolicyConfig()
 	pc.Window, pc.Period = o.Window, o.Period
 	pc.Grid = analytic.Grid{MemoryMinMB: mem, MemoryMaxMB: mem, MemoryStepMB: 1, MaxBatch: o.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
@@ -71,12 +77,24 @@ func newBatch(env Env) (Policy, error) {
 	if pc.Percentile >= 1 {
 		pc.Percentile = 0.999
 	}
-	online, err := analytic.NewOnline(pc, memoryService{curve: curve, memoryMB: mem, maxBatch: o.MaxBatch})
+	return memoryService{curve: curve, memoryMB: mem, maxBatch: o.MaxBatch}, pc, nil
+}
+
+func newBatch(env Env) (Policy, error) {
+	o := defaultBatchOptions()
+	if err := env.decode(&o); err != nil {
+		return Policy{}, err
+	}
+	svc, pc, err := batchProblem(env, o)
+	if err != nil {
+		return Policy{}, err
+	}
+	online, err := analytic.NewOnline(pc, svc)
 	if err != nil {
 		return Policy{}, fmt.Errorf("batch: %w", err)
 	}
 	return Policy{
 		Router:     RouterFunc(func(Request, TierView, time.Time) Route { return RouteServerless }),
-		Serverless: &Serverless{MemoryMB: mem, Batching: analytic.NewBufferPolicy(online)},
+		Serverless: &Serverless{MemoryMB: svc.memoryMB, Batching: analytic.NewBufferPolicy(online)},
 	}, nil
 }
