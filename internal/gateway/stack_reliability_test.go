@@ -198,8 +198,19 @@ func TestCloseDrainsInFlightAndStopsWorkers(t *testing.T) {
 	syscall.Kill(-first, syscall.SIGSTOP)
 	time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(-first, syscall.SIGCONT) })
 	done := make(chan []int)
+	before, err := st.Gateway.Counters("m")
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { done <- burst(t, st.URL, 16) }()
-	time.Sleep(50 * time.Millisecond)
+	// Close once all 16 requests reached the gateway: a request still dialling when the listener
+	// closes is refused by the kernel, which is not the gateway losing it (a fixed sleep raced
+	// the clients on a loaded machine).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if c, _ := st.Gateway.Counters("m"); c.Arrivals-before.Arrivals >= 16 {
+			break
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if _, err := st.Close(ctx); err != nil {
