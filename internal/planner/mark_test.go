@@ -164,6 +164,46 @@ func TestScheduleGreedyOvershootFallsBackToSingleType(t *testing.T) {
 	}
 }
 
+// TestScheduleSingleTypeCountsSurplusRent: B is 2 % cheaper per request than A, and Alg. 1's
+// greedy picks one new B for 50 req/s over the five running A. The swap saves $0.01 over the
+// window; the five A still cost $0.17 during a 2 min cool-down, so the running fleet is kept.
+// With no cool-down, or one too short to cost $0.01 (5 s), the swap pays.
+func TestScheduleSingleTypeCountsSurplusRent(t *testing.T) {
+	types := []InstanceType{
+		{Name: "A", PricePerHour: 1, Capacity: 10, Feasible: true, LaunchDelay: time.Minute},
+		{Name: "B", PricePerHour: 4.9, Capacity: 50, Feasible: true, LaunchDelay: time.Minute},
+	}
+	var running []Running
+	for i := range 5 {
+		running = append(running, Running{ID: string(rune('a' + i)), Type: "A", Ready: true})
+	}
+	for _, tc := range []struct {
+		cool       time.Duration
+		wantLaunch map[string]int
+		wantKeep   int
+		wantRent   float64
+	}{
+		{2 * time.Minute, map[string]int{}, 5, 0},
+		{0, map[string]int{"B": 1}, 0, 0},
+		{5 * time.Second, map[string]int{"B": 1}, 0, 5 * 1 * 5.0 / 3600},
+	} {
+		t.Run(tc.cool.String(), func(t *testing.T) {
+			cfg := DefaultMarkConfig()
+			cfg.Headroom, cfg.CoolDown = 1, tc.cool
+			p, err := Schedule(types, running, flatForecast(50, 60), cfg, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(p.Launch); !mapsEqual(got, tc.wantLaunch) || len(p.Keep) != tc.wantKeep {
+				t.Errorf("Launch %v Keep %v, want launch %v and %d kept; reasons: %s", got, p.Keep, tc.wantLaunch, tc.wantKeep, strings.Join(p.Reasons, "; "))
+			}
+			if math.Abs(p.SurplusCost-tc.wantRent) > 1e-12 {
+				t.Errorf("SurplusCost = %v, want %v", p.SurplusCost, tc.wantRent)
+			}
+		})
+	}
+}
+
 func TestMarkCoolDown(t *testing.T) {
 	cfg := DefaultMarkConfig()
 	cfg.Headroom, cfg.CoolDown = 1, 3*time.Minute
@@ -193,6 +233,78 @@ func TestMarkCoolDown(t *testing.T) {
 		}
 		if !slices.Equal(p.Terminate, s.terminate) {
 			t.Errorf("at %v: Terminate (-want +got):\n-%v\n+%v", s.at, s.terminate, p.Terminate)
+		}
+	}
+}
+
+// TestMarkMakeBeforeBreak: the plan swaps five running A for one new B (far cheaper per
+// request). The A stay past their 2 min cool-down while B is still launching — the plan's ready
+// capacity cannot cover the target yet — and go at the first plan after B is ready.
+func TestMarkMakeBeforeBreak(t *testing.T) {
+	types := []InstanceType{
+		{Name: "A", PricePerHour: 1, Capacity: 10, Feasible: true, LaunchDelay: time.Minute},
+		{Name: "B", PricePerHour: 3, Capacity: 50, Feasible: true, LaunchDelay: time.Minute},
+	}
+	cfg := DefaultMarkConfig()
+	cfg.Headroom, cfg.CoolDown = 1, 2*time.Minute
+	m, err := NewMark(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fleet []Running
+	for i := range 5 {
+		fleet = append(fleet, Running{ID: string(rune('a' + i)), Type: "A", Ready: true})
+	}
+	steps := []struct {
+		at        time.Duration
+		bReady    bool
+		launch    int
+		terminate []string
+	}{
+		{0, false, 1, nil},                                            // B launched, the A surplus from now
+		{time.Minute, false, 0, nil},                                  // B launching
+		{2 * time.Minute, false, 0, nil},                              // cool-down over, B not ready: hold
+		{3 * time.Minute, true, 0, []string{"a", "b", "c", "d", "e"}}, // B ready: break
+	}
+	for _, s := range steps {
+		run := append([]Running(nil), fleet...)
+		if s.at > 0 {
+			run = append(run, Running{ID: "B1", Type: "B", Ready: s.bReady, Launched: t0})
+		}
+		f := flatForecast(50, 60)
+		f.Start = t0.Add(s.at)
+		p, err := m.Step(types, run, f, t0.Add(s.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Launch) != s.launch || !slices.Equal(p.Terminate, s.terminate) {
+			t.Errorf("at %v: Launch %v Terminate %v, want %d launches and terminate %v; reasons: %s", s.at, p.Launch, p.Terminate, s.launch, s.terminate, strings.Join(p.Reasons, "; "))
+		}
+	}
+}
+
+// TestMarkMakeBeforeBreakVanishingTarget: an EWMA decaying towards an idle trace never reaches
+// 0; a target far below one instance's rounding is no reason to hold a surplus instance.
+func TestMarkMakeBeforeBreakVanishingTarget(t *testing.T) {
+	cfg := DefaultMarkConfig()
+	cfg.Headroom, cfg.CoolDown = 1, 2*time.Minute
+	m, err := NewMark(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := []Running{{ID: "a", Type: "c5.large", Ready: true}}
+	for _, s := range []struct {
+		at   time.Duration
+		want []string
+	}{{0, nil}, {time.Minute, nil}, {2 * time.Minute, []string{"a"}}} {
+		f := flatForecast(3e-9, 60) // below the single-type cover's rounding: no instance
+		f.Start = t0.Add(s.at)
+		p, err := m.Step(catalog(), fleet, f, t0.Add(s.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.Terminate, s.want) {
+			t.Errorf("at %v: Terminate %v, want %v; reasons: %s", s.at, p.Terminate, s.want, strings.Join(p.Reasons, "; "))
 		}
 	}
 }
@@ -230,7 +342,8 @@ func TestScheduleTooManyInstances(t *testing.T) {
 
 // TestScheduleProperties checks Alg. 1's invariants on random catalogs, fleets and forecasts:
 // the plan's capacity covers every headroomed forecast step from τ on; no type that cannot meet
-// the SLO is launched or kept; the plan never costs more than the cheapest single-type cover;
+// the SLO is launched or kept; the plan never costs more than the cheapest single-type cover
+// (both with the cool-down rent of the running instances they drop);
 // every running instance is either kept or surplus, exactly once.
 func TestScheduleProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
@@ -262,6 +375,7 @@ func TestScheduleProperties(t *testing.T) {
 		cfg := DefaultMarkConfig()
 		cfg.Headroom = 1 + rng.Float64()
 		cfg.Lookahead = time.Duration(rng.IntN(10)) * time.Minute
+		cfg.CoolDown = time.Duration(rng.IntN(600)) * time.Second
 		p, err := Schedule(types, running, f, cfg, t0)
 		anyFeasible := slices.ContainsFunc(types, func(t InstanceType) bool { return t.Feasible })
 		if !anyFeasible {
@@ -304,7 +418,21 @@ func TestScheduleProperties(t *testing.T) {
 		if math.Abs(planned-p.Capacity) > 1e-6 {
 			t.Fatalf("iter %d: Capacity %.3f, sum of instances %.3f", iter, p.Capacity, planned)
 		}
-		// Never above the cheapest single-type cover.
+		// SurplusCost is the cool-down rent of exactly the surplus instances.
+		priceOf := map[string]float64{}
+		for _, ty := range types {
+			priceOf[ty.Name] = ty.PricePerHour
+		}
+		coolH := cfg.CoolDown.Hours()
+		var surplusRent float64
+		for _, id := range p.Surplus {
+			surplusRent += priceOf[typeOf[id]] * coolH
+		}
+		if math.Abs(surplusRent-p.SurplusCost) > 1e-9 {
+			t.Fatalf("iter %d: SurplusCost %.6f, rent of Surplus over the cool-down %.6f", iter, p.SurplusCost, surplusRent)
+		}
+		// Never above the cheapest single-type cover, each counting the cool-down rent of the
+		// running instances it drops.
 		windowH := float64(len(f.Rates)-first) / 60
 		for _, ty := range types {
 			if !ty.Feasible {
@@ -316,8 +444,17 @@ func TestScheduleProperties(t *testing.T) {
 					nRun++
 				}
 			}
-			if _, c := SingleTypeCost(ty, nRun, p.Target, windowH); p.Cost > c+1e-9 {
-				t.Fatalf("iter %d: plan cost %.4f above single-type cover by %s at %.4f", iter, p.Cost, ty.Name, c)
+			n, c := SingleTypeCost(ty, nRun, p.Target, windowH)
+			for _, r := range running {
+				if r.Type != ty.Name {
+					c += priceOf[r.Type] * coolH
+				}
+			}
+			if nRun > n {
+				c += float64(nRun-n) * ty.PricePerHour * coolH
+			}
+			if p.Cost+p.SurplusCost > c+1e-9 {
+				t.Fatalf("iter %d: plan cost %.4f + surplus %.4f above single-type cover by %s at %.4f", iter, p.Cost, p.SurplusCost, ty.Name, c)
 			}
 		}
 		// Running instances are partitioned into Keep and Surplus.

@@ -215,12 +215,51 @@ func TestMarkOptionErrors(t *testing.T) {
 		{"unprofiled type", "types: [m5.large]"},
 		{"unknown standby", "standby: z9.huge"},
 		{"bad slo monitor", "slo_monitor: {window: -1}"},
+		{"negative bouncer margin", "bouncer_margin: -1ms"},
+		{"bouncer margin of the whole RT_max", "bouncer_margin: 600ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
 				Decode: func(v any) error { return yaml.Unmarshal([]byte(tc.opts), v) }}
 			if _, err := New("mark", env); err == nil {
 				t.Errorf("New(mark, %q): want error", tc.opts)
+			}
+		})
+	}
+}
+
+// TestMarkBouncerMargin: ten ready c5.large (Σμ* = 47.3 req/s, 211 ms each) with 17 requests
+// queued and no free slot put a new request's estimated finish at 380 + 211 = 592 ms, inside
+// RT_max = 600 ms: with no margin the Bouncer admits it; the default margin (RT_max / 20 =
+// 30 ms) sends it to the serverless tier, and so does an explicit one; a short queue is
+// admitted either way.
+func TestMarkBouncerMargin(t *testing.T) {
+	for _, tc := range []struct {
+		name, opts string
+		queued     int
+		want       Route
+	}{
+		{"no margin admits at 592 ms", "bouncer_margin: 0s", 17, RouteVM},
+		{"default margin spills at 592 ms", "", 17, RouteServerless},
+		{"explicit margin spills at 592 ms", "bouncer_margin: 10ms", 17, RouteServerless},
+		{"default margin admits at 549 ms", "", 15, RouteVM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
+				Decode: func(v any) error { return yaml.Unmarshal([]byte("types: [c5.large]\n"+tc.opts), v) }}
+			p, err := New("mark", env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := DefaultEpoch.Add(time.Hour)
+			var fleet []autoscale.Member
+			for i := range 10 {
+				fleet = append(fleet, autoscale.Member{ID: fmt.Sprintf("vm-%d", i), Type: "c5.large", State: provider.StateReady, Slots: 1, Busy: 1, Launched: DefaultEpoch, Ready: DefaultEpoch.Add(time.Minute)})
+			}
+			p.Scaler.Scale(autoscale.Snapshot{Fleet: fleet}, now)
+			got := p.Router.Route(Request{Arrival: now, Deadline: now.Add(markSLO.Threshold)}, TierView{QueueLen: tc.queued, Ready: 10, Slots: 10}, now)
+			if got != tc.want {
+				t.Errorf("Route = %v, want %v", got, tc.want)
 			}
 		})
 	}

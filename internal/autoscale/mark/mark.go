@@ -235,6 +235,9 @@ func (m *Scaler) Monitor() *forecast.Monitor { return m.mon }
 // Forecaster returns the forecaster (owned by the Scaler's goroutine).
 func (m *Scaler) Forecaster() forecast.Forecaster { return m.fc }
 
+// PlannerConfig returns Alg. 1's configuration (τ, headroom, cool-down, max instances).
+func (m *Scaler) PlannerConfig() planner.MarkConfig { return m.plan.Config() }
+
 // MaxWait returns W_batch of the shared queue: the smallest over the feasible types.
 func (m *Scaler) MaxWait() time.Duration { return m.maxWait }
 
