@@ -118,5 +118,3 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'sloserve <command> -h' for the command's flags.")
 }
 
-// notYet is returned by commands whose issue has not landed yet.
-func notYet(name string) error { return fmt.Errorf("%s: not implemented yet", name) }

@@ -157,8 +157,9 @@ func Register(name, summary string, f Factory) {
 	registry[name] = registration{summary: summary, factory: f}
 }
 
-// ErrNotImplemented is returned by the factories of policies whose issue has not landed yet.
-var ErrNotImplemented = errors.New("not implemented yet")
+// ErrNotImplemented is returned by the factories of policies this engine cannot run: infless
+// and cocktail run on their own simulators (RunCluster, RunEnsemble), and the error says how.
+var ErrNotImplemented = errors.New("not available in the single-model engine")
 
 // ErrUnknownPolicy is returned by New for a name nobody registered.
 var ErrUnknownPolicy = errors.New("unknown policy")

@@ -11,6 +11,6 @@ import "fmt"
 func init() {
 	Register("cocktail", "Cocktail: ensembles with importance-weighted pools, spot procurement (ensemble simulator: sim.RunEnsemble)",
 		func(Env) (Policy, error) {
-			return Policy{}, fmt.Errorf("cocktail runs on the ensemble simulator (sim.RunEnsemble, `sloserve ensemble simulate`): %w", ErrNotImplemented)
+			return Policy{}, fmt.Errorf("cocktail runs on the ensemble simulator (sim.RunEnsemble): use `sloserve sim --setting cocktail` or `sloserve ensemble simulate`: %w", ErrNotImplemented)
 		})
 }

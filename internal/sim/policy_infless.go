@@ -19,7 +19,7 @@ import (
 func init() {
 	Register("infless", "INFless: non-uniform per-instance batching, α-band dispatch, Alg. 1 placement, LSTH (cluster simulator: sim.RunCluster)",
 		func(Env) (Policy, error) {
-			return Policy{}, fmt.Errorf("infless runs on the cluster simulator (sim.RunCluster, `sloserve infless sim`): %w", ErrNotImplemented)
+			return Policy{}, fmt.Errorf("infless runs on the cluster simulator (sim.RunCluster): use `sloserve sim --setting infless`: %w", ErrNotImplemented)
 		})
 }
 
