@@ -117,4 +117,3 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun 'sloserve <command> -h' for the command's flags.")
 }
-
