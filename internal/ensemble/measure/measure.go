@@ -10,6 +10,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/models/train"
 )
 
 // Runner is the part of models.Runner that Collect uses.
@@ -105,7 +106,7 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 			}
 			for i := range to - from {
 				row := out[i*k : (i+1)*k]
-				pred = append(pred, argmax(row))
+				pred = append(pred, train.Argmax(row))
 				prob = append(prob, probabilities(row)...)
 			}
 		}
@@ -195,7 +196,7 @@ func probabilities(row []float32) []float32 {
 	if ok && math.Abs(sum-1) <= 1e-3 {
 		return row
 	}
-	mx := row[argmax(row)]
+	mx := row[train.Argmax(row)]
 	out := make([]float32, len(row))
 	sum = 0
 	for i, v := range row {
@@ -207,15 +208,4 @@ func probabilities(row []float32) []float32 {
 		out[i] = float32(float64(out[i]) / sum)
 	}
 	return out
-}
-
-// argmax returns the index of the largest score, the first on ties.
-func argmax(row []float32) int {
-	best := 0
-	for j, v := range row {
-		if v > row[best] {
-			best = j
-		}
-	}
-	return best
 }
