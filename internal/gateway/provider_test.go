@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
@@ -223,17 +220,7 @@ func TestStartKubernetes(t *testing.T) {
 	if want := podNames(t, cs, ns); !slices.Equal(ids, want) {
 		t.Errorf("gateway instances %v, want the pods %v", ids, want)
 	}
-	for i := range 4 {
-		resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body(fmt.Sprint(i), 1, "")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"data":[1]`)) {
-			t.Errorf("request %d: %d %s, want 200 with y = [1]", i, resp.StatusCode, b)
-		}
-	}
+	postOnes(t, st.URL, 4)
 
 	// A pod deleted behind the gateway's back (node drain, kubectl delete) leaves the gateway;
 	// the static controller replaces it and the gateway adds the replacement.

@@ -106,17 +106,7 @@ func TestStartServesThroughLocalWorkers(t *testing.T) {
 	if len(ids) != 2 {
 		t.Errorf("instances (-want +got): -2 +%d", len(ids))
 	}
-	for i := range 8 {
-		resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body(fmt.Sprint(i), 1, "")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"data":[1]`)) {
-			t.Errorf("request %d: %d %s, want 200 with y = [1]", i, resp.StatusCode, b)
-		}
-	}
+	postOnes(t, st.URL, 8)
 	// The same core over gRPC.
 	gc, err := oipgrpc.Dial(st.GRPCAddr, oipgrpc.ClientOptions{})
 	if err != nil {
@@ -157,5 +147,22 @@ func TestStartServesThroughLocalWorkers(t *testing.T) {
 	}
 	if left, _ := st.Provider.Instances(ctx); len(left) != 0 {
 		t.Errorf("instances left after Close: %v", left)
+	}
+}
+
+// postOnes posts n one-row requests for model "m" to url's REST endpoint and checks that each
+// is answered 200 with y = [1] (the fake worker's answer).
+func postOnes(t *testing.T, url string, n int) {
+	t.Helper()
+	for i := range n {
+		resp, err := http.Post(url+"/v2/models/m/infer", "application/json", bytes.NewReader(body(fmt.Sprint(i), 1, "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"data":[1]`)) {
+			t.Errorf("request %d: %d %s, want 200 with y = [1]", i, resp.StatusCode, b)
+		}
 	}
 }
