@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -297,7 +298,7 @@ func (p Provider) validate(models []Model) error {
 			return fmt.Errorf(pre+"service_account: %q: %s", k.ServiceAccount, errs[0])
 		}
 	}
-	for _, n := range sortedKeys(k.Types) {
+	for _, n := range slices.Sorted(maps.Keys(k.Types)) {
 		r := k.Types[n]
 		switch {
 		case n == "" || strings.Contains(n, cost.SpotSuffix):
@@ -310,7 +311,7 @@ func (p Provider) validate(models []Model) error {
 		name string
 		m    Labels
 	}{{"on_demand_node_selector", k.OnDemandNodeSelector}, {"spot_node_selector", k.SpotNodeSelector}} {
-		for _, key := range sortedKeys(sel.m) {
+		for _, key := range slices.Sorted(maps.Keys(sel.m)) {
 			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 				return fmt.Errorf(pre+"%s: key %q: %s", sel.name, key, errs[0])
 			}
@@ -356,13 +357,4 @@ func (p Provider) validate(models []Model) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any, M ~map[string]V](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
