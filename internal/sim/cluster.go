@@ -161,9 +161,6 @@ type FunctionView struct {
 	Rate, RateNow float64
 	// Arrivals counts the function's arrivals so far.
 	Arrivals int64
-	// Met and Missed count the function's finished requests so far: completed within its SLO,
-	// and completed over it or failed (for an SLO monitor, MArk §4.4).
-	Met, Missed int64
 	// Instances are the live instances (starting or ready; not draining), in launch order.
 	Instances []InstanceView
 }
@@ -192,9 +189,6 @@ type InstanceLaunch struct {
 	// Exec is the predicted batch execution time and Bounds its Eq. 1 rate bounds.
 	Exec   time.Duration
 	Bounds infless.Bounds
-	// Batching, when set, is the instance's own batching policy (it is told every completed
-	// batch); nil means INFless's: batching.NewFixed(Batch, Timeout).
-	Batching batching.Policy
 }
 
 // ClusterDecision is a policy's answer.
@@ -245,7 +239,7 @@ const (
 type cInst struct {
 	InstanceLaunch
 	curve      profile.Curve
-	pol        batching.Policy
+	pol        *batching.Fixed
 	q          ring
 	ready      bool
 	busy       bool
@@ -261,8 +255,6 @@ type cInst struct {
 type cFn struct {
 	ClusterFunction
 	rec      *slo.Recorder
-	met      int64
-	missed   int64
 	pending  ring
 	live     []int // live (not ended) instance ids, launch order
 	win      []int // arrivals per control period, ring over RateWindow
@@ -474,7 +466,6 @@ func (e *cEngine) enqueue(i int, arrival int64) {
 func (e *cEngine) fail(fn *cFn) {
 	e.queued--
 	e.timeouts++
-	fn.missed++
 	fn.rec.Failed()
 }
 
@@ -531,22 +522,9 @@ func (e *cEngine) done(i int) {
 	in := e.insts[i]
 	fn := e.fns[in.Function]
 	for _, a := range in.inflight {
-		lat := time.Duration(e.now - a)
-		fn.rec.Completed(lat, slo.TierVM)
-		if lat <= fn.SLO.Threshold {
-			fn.met++
-		} else {
-			fn.missed++
-		}
+		fn.rec.Completed(time.Duration(e.now-a), slo.TierVM)
 	}
 	e.inflight -= len(in.inflight)
-	if _, fixed := in.pol.(*batching.Fixed); !fixed {
-		arr := make([]time.Time, len(in.inflight))
-		for k, a := range in.inflight {
-			arr[k] = e.t(a)
-		}
-		in.pol.Observe(batching.Outcome{Size: len(in.inflight), Dispatched: e.t(in.batchStart), Completed: e.t(e.now), Arrivals: arr}, e.t(e.now))
-	}
 	in.inflight = in.inflight[:0]
 	in.busy = false
 	e.pump(i)
@@ -621,8 +599,7 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow,
-			Met: fn.met, Missed: fn.missed}
+		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}
@@ -675,11 +652,7 @@ func (e *cEngine) control() error {
 			return fmt.Errorf("policy %s: launch %s: %w", e.pol.Name(), fn.Name, err)
 		}
 		b := max(l.Batch, 1)
-		var bp batching.Policy = batching.NewFixed(b, l.Timeout)
-		if l.Batching != nil {
-			bp = l.Batching
-		}
-		in := &cInst{InstanceLaunch: l, curve: c, pol: bp, wakeAt: -1, weight: l.Bounds.Up}
+		in := &cInst{InstanceLaunch: l, curve: c, pol: batching.NewFixed(b, l.Timeout), wakeAt: -1, weight: l.Bounds.Up}
 		e.insts = append(e.insts, in)
 		id := len(e.insts) - 1
 		fn.live = append(fn.live, id)
