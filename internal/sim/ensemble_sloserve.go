@@ -73,9 +73,11 @@ func sloserveSlots(rps float64, lat, deadline time.Duration, miss float64) (floa
 		return poolSlots(rps, lat, DefaultStaffing), slotsReasonNoSlack
 	}
 	s := (deadline - lat).Seconds() / lat.Seconds() // slack in service times
-	c := int(math.Floor(a)) + 1
-	for ; ; c++ {
-		if erlangC(c, a)*math.Exp(-(float64(c)-a)*s) <= miss {
+	// Erlang B grows one server at a time (erlangC's recursion), so each c costs O(1).
+	b := 1.0
+	for c := 1; ; c++ {
+		b = a * b / (float64(c) + a*b)
+		if float64(c) > a && erlangCOf(c, a, b)*math.Exp(-(float64(c)-a)*s) <= miss {
 			return float64(c), slotsReasonDeadline
 		}
 	}
@@ -91,5 +93,10 @@ func erlangC(c int, a float64) float64 {
 	for k := 1; k <= c; k++ {
 		b = a * b / (float64(k) + a*b)
 	}
+	return erlangCOf(c, a, b)
+}
+
+// erlangCOf is Erlang C for c servers and offered load a < c from Erlang B's value b there.
+func erlangCOf(c int, a, b float64) float64 {
 	return float64(c) * b / (float64(c) - a*(1-b))
 }
