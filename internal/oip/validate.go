@@ -4,8 +4,10 @@ import "fmt"
 
 // ValidateRequest checks a decoded request against a model's metadata: every declared input is
 // present exactly once and no other; each has the declared datatype and rank, and every dimension
-// equals the declared one unless that is -1 (a wildcard, typically the batch); every requested
-// output is declared. Errors wrap ErrBadRequest and name the tensor.
+// equals the declared one unless that is -1 (a wildcard, typically the batch); when every declared
+// input has a leading -1 (the model batches), all inputs agree on that first dimension, as Triton
+// requires of a batching model and as Concat needs to merge requests; every requested output is
+// declared. Errors wrap ErrBadRequest and name the tensor.
 func ValidateRequest(r *InferenceRequest, md *ModelMetadata) error {
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
@@ -23,6 +25,11 @@ func ValidateRequest(r *InferenceRequest, md *ModelMetadata) error {
 	for _, spec := range md.Inputs {
 		if r.Input(spec.Name) == nil {
 			return fmt.Errorf("%w: missing input %q of model %q", ErrBadRequest, spec.Name, md.Name)
+		}
+	}
+	if batches(md) {
+		if _, err := Rows(r); err != nil {
+			return err
 		}
 	}
 	for _, o := range r.Outputs {
@@ -83,4 +90,14 @@ func FilterOutputs(outs []Tensor, requested []RequestedOutput) []Tensor {
 		}
 	}
 	return kept
+}
+
+// batches reports whether every input of md has a leading -1 dimension, the batch.
+func batches(md *ModelMetadata) bool {
+	for _, in := range md.Inputs {
+		if len(in.Shape) == 0 || in.Shape[0] != -1 {
+			return false
+		}
+	}
+	return len(md.Inputs) > 0
 }
