@@ -83,6 +83,10 @@ func runServe(ctx context.Context, args []string, e env) error {
 func defaultServeConfig() config.Config {
 	cfg := config.Default()
 	cfg.Workers.Runtime, cfg.Workers.ONNXRuntimeLib = workerRuntime()
+	// Sixteen models on one machine, most of them idle at any time: the sloserve controller may
+	// release an idle model's last worker once LSTH's keep-alive windows have passed (20 min
+	// with no history on the default 5 s clock); its next request waits for a cold start.
+	cfg.Controller.MinInstances = 0
 	for _, n := range bundled.Names() {
 		m := config.DefaultModel(n)
 		m.Batching.Policy = batching.PolicyMLProxy

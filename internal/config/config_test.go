@@ -70,7 +70,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad runtime", "workers: {runtime: gpu}\nmodels: [{name: a}]", `workers.runtime: must be native or onnxruntime, got "gpu"`},
 		{"not yaml", "{{{", "parse config"},
 		{"bad dispatch", "gateway: {dispatch: random}\nmodels: [{name: a}]", `gateway.dispatch: "random" is not one of`},
-		{"bad controller", "controller: {policy: magic}\nmodels: [{name: a}]", `controller.policy: must be one of [none mark target-tracking knative], got "magic"`},
+		{"bad controller", "controller: {policy: magic}\nmodels: [{name: a}]", `controller.policy: must be one of [sloserve none mark target-tracking knative], got "magic"`},
 		{"unknown controller field", "controller: {polcy: mark}\nmodels: [{name: a}]", "field polcy not found"},
 		{"unit not multiple", "controller: {sample_interval: 2s, unit: 3s}\nmodels: [{name: a}]", "controller.unit: must be a positive multiple of sample_interval 2s, got 3s"},
 		{"headroom below 1", "controller: {headroom: 0.5}\nmodels: [{name: a}]", "controller.headroom: must be in [1, 100], got 0.5"},

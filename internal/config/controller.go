@@ -8,6 +8,11 @@ import (
 
 // Controller policies (Controller.Policy).
 const (
+	// ControllerSloserve is sloserve's combined live policy (controller.Sloserve): MArk's planner
+	// sizes a model's fleet while it has traffic, INFless's LSTH keep-alive decides when an idle
+	// model's instances go (down to min_instances, which may be 0) and when they are pre-warmed.
+	// The default.
+	ControllerSloserve = "sloserve"
 	// ControllerNone keeps each model's configured instance count (autoscale.Static).
 	ControllerNone = "none"
 	// ControllerMark is MArk's predictive planner (internal/autoscale/mark).
@@ -20,7 +25,7 @@ const (
 
 // ControllerPolicies lists the accepted Controller.Policy values.
 func ControllerPolicies() []string {
-	return []string{ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative}
+	return []string{ControllerSloserve, ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative}
 }
 
 // Live controller defaults. MArk's own settings (P_s/P_u/P_w = 5 s / 1 min / 60, τ = 5 min,
@@ -56,7 +61,8 @@ const (
 
 // Controller configures the control loop that sizes each model's fleet.
 type Controller struct {
-	// Policy is the scaler: none (static count), mark, target-tracking or knative.
+	// Policy is the scaler: sloserve (the default: MArk's planner + LSTH keep-alive), none (static
+	// count), mark, target-tracking or knative.
 	Policy string `yaml:"policy"`
 	// SampleInterval is the loop's period and MArk's P_s (duration).
 	SampleInterval time.Duration `yaml:"sample_interval"`
@@ -78,7 +84,9 @@ type Controller struct {
 	Forecaster string `yaml:"forecaster"`
 	// SLOWindow is M of MArk's SLO monitor (requests).
 	SLOWindow int `yaml:"slo_window"`
-	// MinInstances and MaxInstances bound each model's fleet (instances).
+	// MinInstances and MaxInstances bound each model's fleet (instances). Only sloserve goes
+	// below one instance, when min_instances is 0 and LSTH's keep-alive windows have passed; the
+	// other autoscalers keep at least one.
 	MinInstances int `yaml:"min_instances"`
 	MaxInstances int `yaml:"max_instances"`
 	// BatchBudget is the fraction of the SLO threshold given to batching when MArk tunes an
@@ -86,9 +94,9 @@ type Controller struct {
 	BatchBudget float64 `yaml:"batch_budget"`
 }
 
-// DefaultController returns the static controller with the live defaults above.
+// DefaultController returns the sloserve controller with the live defaults above.
 func DefaultController() Controller {
-	return Controller{Policy: ControllerNone, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
+	return Controller{Policy: ControllerSloserve, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
 		Window: DefaultControllerWindow, Lookahead: DefaultControllerLookahead, Headroom: DefaultControllerHeadroom,
 		CoolDown: DefaultControllerCoolDown, Forecaster: "ewma", SLOWindow: DefaultControllerSLOWindow,
 		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, BatchBudget: 0.5}

@@ -29,6 +29,8 @@ type Reading struct {
 	Arrivals, Completed, Missed int64
 	// InSystem is the total time completed requests spent in the gateway.
 	InSystem time.Duration
+	// Queued is the number of requests waiting in the model's queue now (a gauge).
+	Queued int64
 }
 
 // Reader returns a model's cumulative counters; it is called once per model per Step.
@@ -246,7 +248,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		m.costUSD += secs * m.PricePerHour / 3600
 		m.last, m.lastAt = r, now
 	}
-	d := m.Scaler.Scale(autoscale.Snapshot{Fleet: fleet, History: m.history}, now)
+	d := m.Scaler.Scale(autoscale.Snapshot{Fleet: fleet, History: m.history, QueueLen: int(r.Queued)}, now)
 	launching, ready := autoscale.Snapshot{Fleet: fleet}.Counts("")
 	live := launching + ready
 	// Bounds: never above Max, never below Min.

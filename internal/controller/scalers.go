@@ -10,6 +10,7 @@ import (
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -74,6 +75,18 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
 		}
 		out.Scaler = s
+	case config.ControllerSloserve:
+		ms, err := NewMark(cfg, m, curve)
+		if err != nil {
+			return Model{}, err
+		}
+		ka, err := keepalive.NewLSTH(LiveLSTHConfig(cfg.Unit))
+		if err != nil {
+			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
+		}
+		out.Scaler = &Sloserve{Mark: ms, KeepAlive: ka, Spec: spec, Lead: it.LaunchDelay}
+		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
+		out.Forecast = markForecast(ms)
 	case config.ControllerMark:
 		s, err := NewMark(cfg, m, curve)
 		if err != nil {
@@ -83,17 +96,39 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 		// A configured rate says nothing about batching gains: MArk's N_batch from LocalCurve
 		// would cap batches at RT_max·rps/slots; the model's batching policy decides instead.
 		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
-		out.Forecast = func() (float64, time.Duration, bool) {
-			r := s.Forecast()
-			if len(r) == 0 {
-				return 0, 0, false
-			}
-			return r[0], s.Unit(), true
-		}
+		out.Forecast = markForecast(s)
 	default:
 		return Model{}, fmt.Errorf("controller.policy: unknown %q", cfg.Policy)
 	}
+	if cfg.Policy != config.ControllerSloserve && cfg.Policy != config.ControllerNone {
+		out.Min = max(out.Min, 1) // only sloserve's keep-alive scales a model to zero
+	}
 	return out, nil
+}
+
+// LiveLSTHConfig is INFless's LSTH (keepalive.DefaultLSTHConfig) on the live controller's
+// clock: the live loop runs MArk with planning units of unit instead of one minute, and LSTH's
+// one-minute bins, 4 h range and fallback and 24 h / 1 h windows are scaled by the same factor
+// (unit / 1 min; with the default 5 s unit: 5 s bins, 20 min fallback keep-alive, a 5.5 s
+// linger, 2 h and 5 min windows). Percentiles, margins and γ are the paper's.
+func LiveLSTHConfig(unit time.Duration) keepalive.LSTHConfig {
+	c := keepalive.DefaultLSTHConfig()
+	k := float64(unit) / float64(time.Minute)
+	scale := func(d time.Duration) time.Duration { return max(time.Duration(float64(d)*k), time.Millisecond) }
+	c.BinWidth, c.Range, c.Fallback = scale(c.BinWidth), scale(c.Range), scale(c.Fallback)
+	c.Long, c.Short = scale(c.Long), scale(c.Short)
+	return c
+}
+
+// markForecast reports the MArk scaler's next-unit forecast (Model.Forecast).
+func markForecast(s *mark.Scaler) func() (float64, time.Duration, bool) {
+	return func() (float64, time.Duration, bool) {
+		r := s.Forecast()
+		if len(r) == 0 {
+			return 0, 0, false
+		}
+		return r[0], s.Unit(), true
+	}
 }
 
 // NewMark returns MArk's scaler (internal/autoscale/mark, the simulator's mark policy's scaler)

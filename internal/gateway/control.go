@@ -39,7 +39,7 @@ func newController(ctx context.Context, cfg config.Config, g *Gateway, prov prov
 	}
 	read := func(model string) (controller.Reading, error) {
 		c, err := g.Counters(model)
-		return controller.Reading{Arrivals: c.Arrivals, Completed: c.Completed, Missed: c.Missed, InSystem: c.InSystem}, err
+		return controller.Reading{Arrivals: c.Arrivals, Completed: c.Completed, Missed: c.Missed, InSystem: c.InSystem, Queued: c.Queued}, err
 	}
 	return controller.New(prov, g, read, models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
 		DrainTimeout: cfg.Gateway.BackendTimeout})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller"
 )
 
 // TestStartControllerAndMounts starts the stack with controller mark and no configured rate:
@@ -109,5 +110,92 @@ func TestStartControllerAndMounts(t *testing.T) {
 	v, _ := st.Controller.View("m")
 	if !v.HasForecast || v.CostUSD <= 0 {
 		t.Errorf("controller view = %+v, want a forecast and a cost", v)
+	}
+}
+
+// TestStartSloserveScalesToZero runs the default controller, sloserve, with min_instances 0 on
+// a fast clock (units of 50 ms: LSTH's fallback keep-alive is 4 h × 50 ms / 1 min = 12 s): the
+// idle model's worker is released once LSTH's windows pass, and the next request waits for a
+// cold start instead of failing.
+func TestStartSloserveScalesToZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes and waits for a 12 s keep-alive")
+	}
+	cfg := config.Default()
+	if cfg.Controller.Policy != config.ControllerSloserve {
+		t.Fatalf("default controller.policy = %q, want sloserve", cfg.Controller.Policy)
+	}
+	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Gateway.SyncInterval = 20 * time.Millisecond
+	cfg.Workers.Binary = os.Args[0]
+	cfg.Workers.HealthInterval = 50 * time.Millisecond
+	cfg.Controller.SampleInterval = 10 * time.Millisecond
+	cfg.Controller.Unit = 50 * time.Millisecond
+	cfg.Controller.Lookahead = 50 * time.Millisecond
+	cfg.Controller.MinInstances = 0
+	m := config.DefaultModel("m")
+	m.InstanceType.RPS = 200
+	m.InstanceType.LaunchDelay = 300 * time.Millisecond
+	cfg.Models = []config.Model{m}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	infer := func(extra string) {
+		t.Helper()
+		resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("x", 1, extra)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("infer = %d %s", resp.StatusCode, b)
+		}
+	}
+	infer("")
+	reasons := func() map[string]bool {
+		seen := map[string]bool{}
+		for _, p := range st.Controller.Timeline("m") {
+			seen[p.Reason] = true
+		}
+		return seen
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("timed out waiting for %s; reasons seen: %v", what, reasons())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	idle := time.Now()
+	waitFor("the idle worker to be released", func() bool {
+		ids, _ := st.Gateway.Instances("m")
+		return len(ids) == 0 && reasons()[controller.ReasonRelease]
+	})
+	if d := time.Since(idle); d < 10*time.Second {
+		t.Errorf("released after %v, want LSTH's 12 s fallback keep-alive", d)
+	}
+	released := time.Now()
+	// The SLO threshold (200 ms) is every request's deadline unless it carries its own; a client
+	// that will wait for a cold start says so.
+	infer(`"parameters": {"latency_ms": 20000},`)
+	if d := time.Since(released); d > 5*time.Second {
+		t.Errorf("the request after the release took %v: the cold start waited for LSTH instead of the queue", d)
+	}
+	launched := false
+	for _, p := range st.Controller.Timeline("m") {
+		if p.At.After(released) && p.Launched > 0 && strings.HasPrefix(p.Reason, "sloserve: ") {
+			launched = true
+		}
+	}
+	if !launched {
+		t.Errorf("no sloserve launch after the release; reasons: %v", reasons())
 	}
 }

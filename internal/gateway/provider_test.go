@@ -130,6 +130,7 @@ func kubeStackConfig(ns string, port, n int) config.Config {
 	cfg := config.Default()
 	cfg.Gateway.Addr = "127.0.0.1:0"
 	cfg.Gateway.SyncInterval = 20 * time.Millisecond
+	cfg.Controller.Policy = config.ControllerNone // a static fleet of n: the test replaces deleted pods
 	cfg.Controller.SampleInterval = 50 * time.Millisecond
 	cfg.Controller.Unit = 250 * time.Millisecond
 	cfg.Provider.Kind = config.ProviderKubernetes

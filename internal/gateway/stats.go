@@ -20,6 +20,8 @@ type Counters struct {
 	InSystem time.Duration
 	// Batches is the number of batches dispatched; Dispatched the number of requests in them.
 	Batches, Dispatched int64
+	// Queued is the number of requests waiting in the model's batch queue now (a gauge).
+	Queued int64
 }
 
 // liveStats holds a model's Counters as atomics.
@@ -59,5 +61,6 @@ func (g *Gateway) Counters(model string) (Counters, error) {
 	}
 	s := g.liveStats(model)
 	return Counters{Arrivals: s.arrivals.Load(), Completed: s.completed.Load(), Missed: s.missed.Load(),
-		InSystem: time.Duration(s.inSystem.Load()), Batches: b.batches.Load(), Dispatched: b.dispatched.Load()}, nil
+		InSystem: time.Duration(s.inSystem.Load()), Batches: b.batches.Load(), Dispatched: b.dispatched.Load(),
+		Queued: b.queued.Load()}, nil
 }

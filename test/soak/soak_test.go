@@ -276,6 +276,7 @@ func TestSoak(t *testing.T) {
 	dur := envDuration(t, "SLOSERVE_SOAK_DURATION", 2*time.Minute)
 	const model = "mlp256"
 	cfg := config.Default()
+	cfg.Controller.Policy = config.ControllerNone // three workers throughout: the soak measures the serving path
 	cfg.Gateway.Addr = "127.0.0.1:0"
 	cfg.Workers.Binary = bin
 	cfg.Workers.StateDir = t.TempDir()

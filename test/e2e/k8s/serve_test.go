@@ -46,6 +46,7 @@ func (kwokBackend) Infer(context.Context, string, string, []*oip.InferenceReques
 // c5.large pods and logreg on two spot ones, the static controller.
 func serveConfig(ns string) config.Config {
 	cfg := config.Default()
+	cfg.Controller.Policy = config.ControllerNone
 	cfg.Gateway.Addr = "127.0.0.1:0"
 	cfg.Gateway.SyncInterval = 100 * time.Millisecond
 	cfg.Controller.SampleInterval = 200 * time.Millisecond
