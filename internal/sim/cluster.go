@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -174,6 +176,9 @@ type InstanceView struct {
 	// Ready reports that it accepts requests; Queue is its queue length.
 	Ready bool
 	Queue int
+	// Resources is the ⟨cpu, gpu⟩ it runs on now: Launch.Resources, or the configuration it was
+	// lent (ClusterDecision.Lend).
+	Resources cluster.Resources
 }
 
 // InstanceLaunch asks for one instance.
@@ -201,6 +206,16 @@ type ClusterDecision struct {
 	// Weights are dispatch weights (requests per second) by instance ID, for the instances live
 	// after the decision; instances without one keep theirs (a new instance starts at r_up).
 	Weights map[int]float64
+	// Lend, when non-nil, sets the configuration every live instance runs on, by instance ID:
+	// at least its Launch.Resources in both dimensions, with a curve in its function's profile;
+	// instances absent run on their Launch.Resources. The engine takes back the lent resources
+	// that change before it places the launches and lends the new ones after, so a policy
+	// decides on the cluster without lending (ClusterView.Cluster minus each instance's
+	// Resources − Launch.Resources). An instance's batches run at its current configuration's
+	// service time (a batch in flight when it changes finishes its remaining work at the new
+	// one); a released instance returns to its Launch.Resources at once. nil keeps the lending
+	// as it is (policies that never lend).
+	Lend map[int]cluster.Resources
 	// Reasons explain the decision, one line per launch, release or setting, each naming the
 	// piece that made it; the engine does not read them.
 	Reasons []string
@@ -238,18 +253,22 @@ const (
 
 type cInst struct {
 	InstanceLaunch
-	curve      profile.Curve
-	pol        *batching.Fixed
-	q          ring
-	ready      bool
-	busy       bool
-	draining   bool
-	ended      bool
-	wakeAt     int64
-	weight     float64
-	assigned   int
-	inflight   []int64
-	batchStart int64
+	curve    profile.Curve
+	pol      *batching.Fixed
+	q        ring
+	ready    bool
+	busy     bool
+	draining bool
+	ended    bool
+	wakeAt   int64
+	weight   float64
+	assigned int
+	inflight []int64
+	// res is the configuration it runs on (Resources, or a lent one); svc is the service time of
+	// the batch in flight at res and doneAt when it completes.
+	res    cluster.Resources
+	svc    int64
+	doneAt int64
 }
 
 type cFn struct {
@@ -371,7 +390,9 @@ func (e *cEngine) loop() error {
 		case cevReady:
 			e.becomeReady(int(ev.id))
 		case cevDone:
-			e.done(int(ev.id))
+			if in := e.insts[ev.id]; in.busy && in.doneAt == ev.at {
+				e.done(int(ev.id))
+			}
 		case cevWake:
 			if in := e.insts[ev.id]; in.wakeAt == ev.at {
 				in.wakeAt = -1
@@ -510,12 +531,47 @@ func (e *cEngine) start(i, n int) {
 	for range n {
 		in.inflight = append(in.inflight, in.q.pop())
 	}
-	in.busy, in.batchStart = true, e.now
+	in.busy = true
 	e.queued -= n
 	e.inflight += n
 	e.fns[in.Function].rec.Batch(n)
-	svc := max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
-	e.h.push(e.now+svc, cevDone, int32(i))
+	in.svc = max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
+	in.doneAt = e.now + in.svc
+	e.h.push(in.doneAt, cevDone, int32(i))
+}
+
+// rerun moves instance i to configuration r (allocated by the caller): later batches run at r's
+// service time, and a batch in flight finishes its remaining fraction of work at r's.
+func (e *cEngine) rerun(i int, r cluster.Resources) error {
+	in := e.insts[i]
+	if r == in.res {
+		return nil
+	}
+	c, err := e.curve(e.fns[in.Function], r)
+	if err != nil {
+		return err
+	}
+	if in.busy {
+		old := in.curve.ServiceTime(len(in.inflight))
+		left := float64(in.doneAt-e.now) / float64(in.svc)
+		in.svc = max(int64(float64(in.svc)*float64(c.ServiceTime(len(in.inflight)))/float64(max(old, 1))), 1)
+		in.doneAt = e.now + max(int64(left*float64(in.svc)), 0)
+		e.h.push(in.doneAt, cevDone, int32(i))
+	}
+	in.res, in.curve = r, c
+	return nil
+}
+
+// unlend returns instance i's lent resources: it runs on its Launch.Resources again.
+func (e *cEngine) unlend(i int) error {
+	in := e.insts[i]
+	if in.res == in.Resources {
+		return nil
+	}
+	if err := e.cl.Release(in.Server, in.res.Sub(in.Resources)); err != nil {
+		return err
+	}
+	return e.rerun(i, in.Resources)
 }
 
 func (e *cEngine) done(i int) {
@@ -612,7 +668,7 @@ func (e *cEngine) control() error {
 			if in.draining {
 				continue
 			}
-			fv.Instances = append(fv.Instances, InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n})
+			fv.Instances = append(fv.Instances, InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n, Resources: in.res})
 		}
 		v.Functions = append(v.Functions, fv)
 	}
@@ -630,6 +686,9 @@ func (e *cEngine) control() error {
 		}
 		in.draining = true
 		e.releases++
+		if err := e.unlend(id); err != nil {
+			return fmt.Errorf("policy %s: release %d: %w", e.pol.Name(), id, err)
+		}
 		fn := e.fns[in.Function]
 		// Requests queued on a released instance that has not started go back to the function.
 		if !in.ready {
@@ -638,6 +697,23 @@ func (e *cEngine) control() error {
 			}
 		}
 		e.maybeEnd(id)
+	}
+	if d.Lend != nil {
+		// Take back the lent resources that change before placing the launches.
+		for _, fn := range e.fns {
+			for _, id := range fn.live {
+				in := e.insts[id]
+				want, ok := d.Lend[id]
+				if !ok || in.draining {
+					want = in.Resources
+				}
+				if want != in.res {
+					if err := e.unlend(id); err != nil {
+						return fmt.Errorf("policy %s: lend %d: %w", e.pol.Name(), id, err)
+					}
+				}
+			}
+		}
 	}
 	for _, l := range d.Launch {
 		if l.Function < 0 || l.Function >= len(e.fns) {
@@ -652,7 +728,7 @@ func (e *cEngine) control() error {
 			return fmt.Errorf("policy %s: launch %s: %w", e.pol.Name(), fn.Name, err)
 		}
 		b := max(l.Batch, 1)
-		in := &cInst{InstanceLaunch: l, curve: c, pol: batching.NewFixed(b, l.Timeout), wakeAt: -1, weight: l.Bounds.Up}
+		in := &cInst{InstanceLaunch: l, curve: c, res: l.Resources, pol: batching.NewFixed(b, l.Timeout), wakeAt: -1, weight: l.Bounds.Up}
 		e.insts = append(e.insts, in)
 		id := len(e.insts) - 1
 		fn.live = append(fn.live, id)
@@ -660,6 +736,9 @@ func (e *cEngine) control() error {
 		e.launches++
 		e.byBatch[b]++
 		e.h.push(e.now+int64(e.cfg.StartDelay), cevReady, int32(id))
+	}
+	if err := e.lend(d.Lend); err != nil {
+		return fmt.Errorf("policy %s: %w", e.pol.Name(), err)
 	}
 	e.reweigh()
 	for _, fn := range e.fns {
@@ -676,6 +755,32 @@ func (e *cEngine) control() error {
 			if !in.ready && !in.ended && !in.draining {
 				e.becomeReady(id)
 			}
+		}
+	}
+	return nil
+}
+
+// lend gives the live instances their lent configurations (ClusterDecision.Lend), after the
+// launches; the changed ones were taken back before.
+func (e *cEngine) lend(m map[int]cluster.Resources) error {
+	ids := slices.Sorted(maps.Keys(m)) // in order: a rerun pushes events
+	for _, id := range ids {
+		r := m[id]
+		if id < 0 || id >= len(e.insts) || e.insts[id].ended {
+			return fmt.Errorf("lend to unknown instance %d", id)
+		}
+		in := e.insts[id]
+		if in.draining || r == in.res {
+			continue
+		}
+		if r.CPU < in.Resources.CPU || r.GPU < in.Resources.GPU {
+			return fmt.Errorf("lend %+v to instance %d below its launch %+v", r, id, in.Resources)
+		}
+		if err := e.cl.Place(in.Server, r.Sub(in.Resources)); err != nil {
+			return fmt.Errorf("lend %+v to instance %d: %w", r, id, err)
+		}
+		if err := e.rerun(id, r); err != nil {
+			return fmt.Errorf("lend to instance %d: %w", id, err)
 		}
 	}
 	return nil

@@ -5,8 +5,9 @@ import (
 	"sort"
 )
 
-// clusterPolicies are the policies of the cluster simulator by name: INFless and its Fig. 11
-// ablations, the BATCH-style uniform baseline, OpenFaaS+ (INFless §5.1) and sloserve.
+// clusterPolicies are the policies of the cluster simulator by name: INFless, its Fig. 11
+// ablations and its default without lending (infless-nolend), the BATCH-style uniform baseline,
+// OpenFaaS+ (INFless §5.1) and sloserve.
 var clusterPolicies = map[string]func() (ClusterPolicy, error){
 	"infless":   func() (ClusterPolicy, error) { return NewINFlessCluster("infless", DefaultINFlessOptions()) },
 	"uniform":   func() (ClusterPolicy, error) { return NewUniformCluster(DefaultUniformOptions()) },
@@ -31,6 +32,11 @@ var clusterPolicies = map[string]func() (ClusterPolicy, error){
 		o := DefaultINFlessOptions()
 		o.FirstFit = true
 		return NewINFlessCluster("infless-RS", o)
+	},
+	"infless-nolend": func() (ClusterPolicy, error) {
+		o := DefaultINFlessOptions()
+		o.Lend = false
+		return NewINFlessCluster("infless-nolend", o)
 	},
 }
 

@@ -123,7 +123,8 @@ func TestClusterConfigValidate(t *testing.T) {
 }
 
 // INFlessVariant is one row of the INFless tables: the default policy, the uniform baseline, the
-// Fig. 11 ablations of the default and Eq. 10 as printed (PaperINFlessOptions).
+// Fig. 11 ablations of the default, Eq. 10 as printed (PaperINFlessOptions) and the default
+// without lending (INFlessOptions.Lend).
 type inflessVariant struct {
 	name string
 	mk   func() (ClusterPolicy, error)
@@ -145,6 +146,7 @@ func inflessVariants() []inflessVariant {
 		abl("infless-OP2", func(o *INFlessOptions) { o.Offset = 1.0 }),
 		abl("infless-RS", func(o *INFlessOptions) { o.FirstFit = true }),
 		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
+		abl("infless-nolend", func(o *INFlessOptions) { o.Lend = false }),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner/infless"
 	"github.com/sloserve/sloserve/internal/profile"
@@ -59,6 +60,13 @@ type INFlessOptions struct {
 	// Predictor builds a function's latency predictor from its profile; nil means the measured
 	// profile (infless.ProfilePredictor), which combined operator profiling approximates.
 	Predictor func(p profile.INFlessProfile) infless.Predictor
+	// Lend lends each active server's free resources to the instances on it every control step
+	// (infless.Lend: only profiled configurations that lower a lender's predicted t_exec) and
+	// takes them back first whenever the scheduler needs room: Alg. 1, the releases and
+	// Defragment decide on the cluster without lending, and every instance's Eq. 1 bounds — so
+	// the α-band's split and scaling — stay those of its launch configuration. Lent resources
+	// count as allocated and the instance serves at the lent configuration's service time.
+	Lend bool
 }
 
 // DefaultINFlessMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
@@ -69,10 +77,10 @@ const DefaultScaleDownAfter = 30 * time.Second
 
 // DefaultINFlessOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
-// infless.MetricShare form, and Defragment. PaperINFlessOptions is Eq. 10 as printed.
+// infless.MetricShare form, Defragment and Lend. PaperINFlessOptions is Eq. 10 as printed.
 func DefaultINFlessOptions() INFlessOptions {
 	o := PaperINFlessOptions()
-	o.Metric, o.Defragment = infless.MetricShare, true
+	o.Metric, o.Defragment, o.Lend = infless.MetricShare, true, true
 	return o
 }
 
@@ -191,6 +199,18 @@ func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) 
 // Control applies §3.2's three cases to every function.
 func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
 	d := ClusterDecision{Weights: map[int]float64{}}
+	if p.o.Lend {
+		// Decide on the cluster without lending: lent shares are free and taken back first.
+		for _, fv := range v.Functions {
+			for _, in := range fv.Instances {
+				if x := lent(in); !x.IsZero() {
+					if err := v.Cluster.Release(in.Launch.Server, x); err != nil {
+						return d, fmt.Errorf("lent resources of instance %d: %w", in.ID, err)
+					}
+				}
+			}
+		}
+	}
 	for _, fv := range v.Functions {
 		st, err := p.state(fv)
 		if err != nil {
@@ -260,7 +280,61 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 	if p.defragment() {
 		p.defragmentStep(&d, v, now)
 	}
+	if p.o.Lend {
+		p.lend(&d, v)
+	}
 	return d, nil
+}
+
+// lent is what instance in holds beyond its launch configuration.
+func lent(in InstanceView) cluster.Resources {
+	if in.Resources.IsZero() || in.Resources == in.Launch.Resources {
+		return cluster.Resources{}
+	}
+	return in.Resources.Sub(in.Launch.Resources)
+}
+
+// lend sets d.Lend: after the launches, releases and moves of this step are decided (and the
+// launches allocated on v.Cluster), each server's free resources are split over the instances
+// on it that stay (infless.Lend, weighted by their dispatch rates this step).
+func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView) {
+	d.Lend = map[int]cluster.Resources{}
+	released := make(map[int]bool, len(d.Release))
+	for _, id := range d.Release {
+		released[id] = true
+	}
+	type lender struct {
+		id int
+		l  infless.Lender
+	}
+	byServer := map[int][]lender{}
+	var servers []int
+	for _, fv := range v.Functions {
+		st := p.fns[fv.Index]
+		for _, in := range fv.Instances {
+			if released[in.ID] {
+				continue
+			}
+			s := in.Launch.Server
+			if _, ok := byServer[s]; !ok {
+				servers = append(servers, s)
+			}
+			byServer[s] = append(byServer[s], lender{in.ID, infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
+				Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred}})
+		}
+	}
+	for _, s := range servers {
+		ls := byServer[s]
+		in := make([]infless.Lender, len(ls))
+		for k, x := range ls {
+			in[k] = x.l
+		}
+		for k, r := range infless.Lend(v.Cluster.Free(s), v.Cluster.Capacity(s), in) {
+			if r != ls[k].l.Base {
+				d.Lend[ls[k].id] = r
+			}
+		}
+	}
 }
 
 func (p *inflessCluster) defragment() bool { return p.o.Defragment && !p.o.FirstFit }

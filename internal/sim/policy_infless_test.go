@@ -115,3 +115,84 @@ func TestLoadWorkloadWindow(t *testing.T) {
 		t.Error("LoadWorkload accepted a negative From")
 	}
 }
+
+// TestINFlessLend: with Lend, a server's free resources go to the instance on it that runs
+// faster with them (toy: 2 threads → 2 threads + 20 % GPU), and a scale-up decides on the
+// cluster without lending — the same launches, releases and weights as without Lend on the
+// un-lent cluster — then lends only what the launches left.
+func TestINFlessLend(t *testing.T) {
+	filler := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
+	lender := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
+	lentTo := cluster.Resources{CPU: 2, GPU: 20}
+	view := func(rate float64, lent bool) ClusterView {
+		c := cluster.New(4, DefaultServer)
+		ins := []InstanceView{{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}, {ID: 2, Launch: lender, Ready: true, Resources: lender.Resources}}
+		if lent {
+			ins[1].Resources = lentTo
+		}
+		for _, in := range ins {
+			if err := c.Place(in.Launch.Server, in.Resources); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fv := FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
+		return ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}
+	}
+	policy := func(lend bool) ClusterPolicy {
+		o := DefaultINFlessOptions()
+		o.Lend = lend
+		p, err := NewINFlessCluster("", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t0 := DefaultEpoch
+
+	// Inside the band: nothing launched, the free 2 threads + 20 % go to the lender.
+	d, err := policy(true).Control(view(180, false), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Launch) != 0 || len(d.Release) != 0 || len(d.Lend) != 1 || d.Lend[2] != lentTo {
+		t.Fatalf("steady: launch %+v release %v lend %v; want only lend {2: %+v}", d.Launch, d.Release, d.Lend, lentTo)
+	}
+	if off, _ := policy(false).Control(view(180, false), t0); off.Lend != nil {
+		t.Errorf("Lend off: lend %v, want nil", off.Lend)
+	}
+
+	// A burst while lent: the same decision as without Lend on the un-lent cluster.
+	d, err = policy(true).Control(view(400, true), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := policy(false).Control(view(400, false), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Launch) == 0 || !slices.Equal(d.Launch, off.Launch) || !slices.Equal(d.Release, off.Release) || len(d.Weights) != len(off.Weights) || d.Weights[1] != off.Weights[1] || d.Weights[2] != off.Weights[2] {
+		t.Fatalf("burst: launch %+v release %v weights %v; Lend off on the un-lent cluster: launch %+v release %v weights %v",
+			d.Launch, d.Release, d.Weights, off.Launch, off.Release, off.Weights)
+	}
+	// Alg. 1 fills server 0's un-lent room (2 threads + 20 %), so the lender returns to its launch
+	// configuration.
+	if d.Launch[0].Server != 0 || len(d.Lend) != 0 {
+		t.Errorf("burst: first launch on server %d, lend %v; want server 0 (the lent share taken back) and no lending", d.Launch[0].Server, d.Lend)
+	}
+	// What is held per server after the decision fits.
+	used := map[int]cluster.Resources{0: filler.Resources.Add(lender.Resources)}
+	for _, l := range d.Launch {
+		used[l.Server] = used[l.Server].Add(l.Resources)
+	}
+	for id, r := range d.Lend {
+		if id != 2 {
+			t.Fatalf("lend to instance %d, want only the lender (2)", id)
+		}
+		used[0] = used[0].Add(r.Sub(lender.Resources))
+	}
+	for s, u := range used {
+		if !DefaultServer.Fits(u) {
+			t.Errorf("server %d holds %+v after the decision, more than %+v", s, u, DefaultServer)
+		}
+	}
+}
