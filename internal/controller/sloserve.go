@@ -91,6 +91,11 @@ func (s *Sloserve) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decis
 		if live == 0 && len(d.Launch) == 0 {
 			return autoscale.Decision{Launch: []provider.Spec{s.Spec}, Reason: ReasonColdStart}
 		}
+		if live > 0 && len(d.Launch) == 0 && live-len(d.Terminate) < 1 {
+			// A forecast that has not caught up with the traffic yet never takes the last
+			// instance from a model with requests.
+			d.Terminate = d.Terminate[:live-1]
+		}
 		d.Reason = "sloserve: " + d.Reason
 		return d
 	}

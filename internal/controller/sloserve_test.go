@@ -64,6 +64,10 @@ func TestSloserveScale(t *testing.T) {
 			{now: sec(1), hist: arrivals(sec(1), 5), fleet: ready("a"), mark: autoscale.Decision{Launch: []provider.Spec{spec}, Reason: mark.ReasonPlan},
 				launch: 1, reason: "sloserve: " + mark.ReasonPlan},
 		}},
+		{"busy: MArk may not take the last instance", tenMin, 0, []step{
+			{now: sec(1), hist: arrivals(sec(1), 5), fleet: ready("a", "b"), mark: autoscale.Decision{Terminate: []string{"a", "b"}, Reason: mark.ReasonPlan},
+				term: []string{"a"}, reason: "sloserve: " + mark.ReasonPlan},
+		}},
 		{"busy with no instance: cold start", tenMin, 0, []step{
 			{now: sec(1), hist: arrivals(sec(1), 3), mark: autoscale.Decision{Reason: mark.ReasonHold}, launch: 1, reason: ReasonColdStart},
 		}},
