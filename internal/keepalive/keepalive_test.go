@@ -1,6 +1,7 @@
 package keepalive
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -354,12 +355,20 @@ func TestReadCounts(t *testing.T) {
 		"decreasing":     "3,1\n2,1\n",
 		"bad step":       "0,1\nx,2\n",
 		"huge step":      "999999999,1\n",
+		// FuzzReadCounts: a 14-byte file that expanded to 38.9M zero steps (seconds, 300 MB).
+		"step past the bound": "5,1\n38888888,1\n",
+		"first step past it":  fmt.Sprintf("0,1\n%d,1\n", maxCountSteps),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ReadCounts(strings.NewReader(in)); err == nil {
 				t.Errorf("ReadCounts(%q) accepted bad input", in)
 			}
 		})
+	}
+	// The last step the bound allows is read, zeros before it.
+	got, err = ReadCounts(strings.NewReader(fmt.Sprintf("%d,2\n", maxCountSteps-1)))
+	if err != nil || len(got) != maxCountSteps || got[0] != 0 || got[maxCountSteps-1] != 2 {
+		t.Errorf("ReadCounts(step %d) = %d steps, %v; want %d steps ending in 2", maxCountSteps-1, len(got), err, maxCountSteps)
 	}
 }
 

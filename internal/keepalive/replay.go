@@ -82,9 +82,17 @@ func Replay(name string, counts []int, step time.Duration, p Policy) Result {
 	return r
 }
 
+// maxCountSteps bounds the steps of a count trace. ReadCounts returns the trace densely (one int
+// per step, missing steps zero), so the step index, not the file size, sets its memory and the
+// replay's time: under the old bound of 10⁸ a 14-byte file ("5,1\n38888888,1") made 300 MB of
+// zeros and took seconds, past the 10 s a Go fuzz worker allows one input (FuzzReadCounts).
+// 2²² steps are 8 years of minutes or 48 days of seconds; the shared Azure Functions traces
+// have 10 080.
+const maxCountSteps = 1 << 22
+
 // ReadCounts decodes a per-step count trace in the "t,count" CSV form of the shared Azure
-// Functions traces ("t_min,count" header optional): t are increasing non-negative integers,
-// missing steps count zero. It returns counts indexed by step.
+// Functions traces ("t_min,count" header optional): t are increasing non-negative integers
+// below 2²² (maxCountSteps), missing steps count zero. It returns counts indexed by step.
 func ReadCounts(r io.Reader) ([]int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -113,12 +121,10 @@ func ReadCounts(r io.Reader) ([]int, error) {
 		if t <= prev || t < 0 {
 			return nil, fmt.Errorf("read counts: line %d: step %d does not increase after %d", line, t, prev)
 		}
-		if t > 100_000_000 {
-			return nil, fmt.Errorf("read counts: line %d: step %d is implausibly large", line, t)
+		if t >= maxCountSteps {
+			return nil, fmt.Errorf("read counts: line %d: step %d is implausibly large (at most %d)", line, t, maxCountSteps-1)
 		}
-		for len(out) < t {
-			out = append(out, 0)
-		}
+		out = append(out, make([]int, t-len(out))...)
 		out = append(out, c)
 		prev = t
 	}
