@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -60,6 +61,9 @@ func runKeepalive(ctx context.Context, args []string, e env) error {
 		fh.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
+		}
+		if int64(len(counts)) > math.MaxInt64/int64(*step) {
+			return usagef("keepalive replay: --step %v × %d steps of %s exceeds the 292 years a duration holds", *step, len(counts), f)
 		}
 		for _, r := range keepalive.Compare(counts, *step, keepalive.Baselines()) {
 			out = append(out, keepaliveResult{Trace: filepath.Base(f), Result: r})
