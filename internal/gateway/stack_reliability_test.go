@@ -37,12 +37,6 @@ func faultStack(t *testing.T, n int, mod func(*config.Config)) *Stack {
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
-	cfg := config.Default()
-	cfg.Gateway.Addr = "127.0.0.1:0"
-	cfg.Gateway.SyncInterval = 20 * time.Millisecond
-	cfg.Workers.Binary = os.Args[0]
-	cfg.Workers.HealthInterval = 100 * time.Millisecond
-	cfg.Workers.StateDir = t.TempDir()
 	m := config.DefaultModel("m")
 	m.Instances = n
 	m.SLO.ThresholdMS = 1000
@@ -50,7 +44,9 @@ func faultStack(t *testing.T, n int, mod func(*config.Config)) *Stack {
 	m.Batching.SLO = time.Second
 	m.Batching.MaxBatch = 4
 	m.Batching.MaxWait = 2 * time.Millisecond
-	cfg.Models = []config.Model{m}
+	cfg := localStackConfig(m)
+	cfg.Workers.HealthInterval = 100 * time.Millisecond
+	cfg.Workers.StateDir = t.TempDir()
 	if mod != nil {
 		mod(&cfg)
 	}

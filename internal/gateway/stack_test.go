@@ -80,22 +80,31 @@ func fakeWorkerHandler() http.Handler {
 	return mux
 }
 
+// localStackConfig is the configuration of the tests that start real worker processes (this test
+// binary, with GATEWAY_FAKE_WORKER=1 in StackOptions.Env): the gateway on a free port, fast syncs
+// and health checks, a static fleet (controller none) unless the test picks a policy, and models.
+func localStackConfig(models ...config.Model) config.Config {
+	cfg := config.Default()
+	cfg.Gateway.Addr = "127.0.0.1:0"
+	cfg.Gateway.SyncInterval = 20 * time.Millisecond
+	cfg.Workers.Binary = os.Args[0]
+	cfg.Workers.HealthInterval = 50 * time.Millisecond
+	cfg.Controller.Policy = config.ControllerNone
+	cfg.Models = models
+	return cfg
+}
+
 func TestStartServesThroughLocalWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
-	cfg := config.Default()
-	cfg.Gateway.Addr = "127.0.0.1:0"
-	cfg.Gateway.GRPCAddr = "127.0.0.1:0"
-	cfg.Gateway.SyncInterval = 20 * time.Millisecond
-	cfg.Workers.Binary = os.Args[0]
-	cfg.Workers.HealthInterval = 50 * time.Millisecond
 	m := config.DefaultModel("m")
 	m.Instances = 2
 	m.Batching.Policy = batching.PolicyFixed
 	m.Batching.MaxBatch = 4
 	m.Batching.MaxWait = 5 * time.Millisecond
-	cfg.Models = []config.Model{m}
+	cfg := localStackConfig(m)
+	cfg.Gateway.GRPCAddr = "127.0.0.1:0"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
