@@ -75,28 +75,29 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
 		}
 		out.Scaler = s
-	case config.ControllerSloserve:
+	case config.ControllerMark, config.ControllerSloserve:
 		ms, err := NewMark(cfg, m, curve)
 		if err != nil {
 			return Model{}, err
 		}
-		ka, err := keepalive.NewLSTH(LiveLSTHConfig(cfg.Unit))
-		if err != nil {
-			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
-		}
-		out.Scaler = &Sloserve{Mark: ms, KeepAlive: ka, Spec: spec, Lead: it.LaunchDelay}
-		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
-		out.Forecast = markForecast(ms)
-	case config.ControllerMark:
-		s, err := NewMark(cfg, m, curve)
-		if err != nil {
-			return Model{}, err
-		}
-		out.Scaler = s
+		out.Scaler = ms
 		// A configured rate says nothing about batching gains: MArk's N_batch from LocalCurve
 		// would cap batches at RT_max·rps/slots; the model's batching policy decides instead.
 		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
-		out.Forecast = markForecast(s)
+		out.Forecast = func() (float64, time.Duration, bool) {
+			r := ms.Forecast()
+			if len(r) == 0 {
+				return 0, 0, false
+			}
+			return r[0], ms.Unit(), true
+		}
+		if cfg.Policy == config.ControllerSloserve {
+			ka, err := keepalive.NewLSTH(LiveLSTHConfig(cfg.Unit))
+			if err != nil {
+				return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
+			}
+			out.Scaler = &Sloserve{Mark: ms, KeepAlive: ka, Spec: spec, Lead: it.LaunchDelay}
+		}
 	default:
 		return Model{}, fmt.Errorf("controller.policy: unknown %q", cfg.Policy)
 	}
@@ -118,17 +119,6 @@ func LiveLSTHConfig(unit time.Duration) keepalive.LSTHConfig {
 	c.BinWidth, c.Range, c.Fallback = scale(c.BinWidth), scale(c.Range), scale(c.Fallback)
 	c.Long, c.Short = scale(c.Long), scale(c.Short)
 	return c
-}
-
-// markForecast reports the MArk scaler's next-unit forecast (Model.Forecast).
-func markForecast(s *mark.Scaler) func() (float64, time.Duration, bool) {
-	return func() (float64, time.Duration, bool) {
-		r := s.Forecast()
-		if len(r) == 0 {
-			return 0, 0, false
-		}
-		return r[0], s.Unit(), true
-	}
 }
 
 // NewMark returns MArk's scaler (internal/autoscale/mark, the simulator's mark policy's scaler)
