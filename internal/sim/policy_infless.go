@@ -303,11 +303,7 @@ func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView) {
 	for _, id := range d.Release {
 		released[id] = true
 	}
-	type lender struct {
-		id int
-		l  infless.Lender
-	}
-	byServer := map[int][]lender{}
+	lenders, ids := map[int][]infless.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
 	for _, fv := range v.Functions {
 		st := p.fns[fv.Index]
@@ -316,22 +312,19 @@ func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView) {
 				continue
 			}
 			s := in.Launch.Server
-			if _, ok := byServer[s]; !ok {
+			if _, ok := lenders[s]; !ok {
 				servers = append(servers, s)
 			}
-			byServer[s] = append(byServer[s], lender{in.ID, infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
-				Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred}})
+			lenders[s] = append(lenders[s], infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
+				Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
+			ids[s] = append(ids[s], in.ID)
 		}
 	}
 	for _, s := range servers {
-		ls := byServer[s]
-		in := make([]infless.Lender, len(ls))
-		for k, x := range ls {
-			in[k] = x.l
-		}
-		for k, r := range infless.Lend(v.Cluster.Free(s), v.Cluster.Capacity(s), in) {
-			if r != ls[k].l.Base {
-				d.Lend[ls[k].id] = r
+		ls := lenders[s]
+		for k, r := range infless.Lend(v.Cluster.Free(s), v.Cluster.Capacity(s), ls) {
+			if r != ls[k].Base {
+				d.Lend[ids[s][k]] = r
 			}
 		}
 	}
