@@ -11,18 +11,6 @@ import (
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
-// fixedArrivals replays a list of offsets.
-type fixedArrivals []time.Duration
-
-func (f *fixedArrivals) Next() (time.Duration, bool) {
-	if len(*f) == 0 {
-		return 0, false
-	}
-	at := (*f)[0]
-	*f = (*f)[1:]
-	return at, true
-}
-
 // lendScript launches one toy instance on 2 threads at the first step and lends it 20 % of the
 // GPU (ClusterDecision.Lend) in the steps before until, then takes it back.
 type lendScript struct {
@@ -51,7 +39,7 @@ func (p *lendScript) Control(v ClusterView, now time.Time) (ClusterDecision, err
 // flight when the configuration changes finishes its remaining work at the new speed, and taking
 // the lending back restores the launch configuration's speed and allocation.
 func TestRunClusterLend(t *testing.T) {
-	run := func(until time.Duration, arrivals fixedArrivals) (*ClusterResult, *lendScript) {
+	run := func(until time.Duration, arrivals listArrivals) (*ClusterResult, *lendScript) {
 		t.Helper()
 		cfg := DefaultClusterConfig()
 		cfg.Servers, cfg.StartDelay, cfg.NoiseCV = 2, 0, 0
@@ -64,8 +52,8 @@ func TestRunClusterLend(t *testing.T) {
 		return r, p
 	}
 	// One request per second at 1.5 s, 2.5 s, … 10.5 s (lending starts at the 1 s step).
-	every := func() fixedArrivals {
-		var a fixedArrivals
+	every := func() listArrivals {
+		var a listArrivals
 		for k := 1; k <= 10; k++ {
 			a = append(a, time.Duration(k)*time.Second+500*time.Millisecond)
 		}
@@ -112,7 +100,7 @@ func TestRunClusterLend(t *testing.T) {
 			at   time.Duration
 			want float64
 		}{{996 * time.Millisecond, 5.5}, {2998 * time.Millisecond, 5}} {
-			r, _ := run(3*time.Second, fixedArrivals{c.at})
+			r, _ := run(3*time.Second, listArrivals{c.at})
 			if got := r.Summary.LatencyMS.Max; math.Abs(got-c.want) > 0.01 {
 				t.Errorf("request at %v: latency %v ms, want %v", c.at, got, c.want)
 			}
