@@ -194,6 +194,9 @@ type InstanceLaunch struct {
 	// Exec is the predicted batch execution time and Bounds its Eq. 1 rate bounds.
 	Exec   time.Duration
 	Bounds infless.Bounds
+	// Spare marks a headroom instance (infless.Spares): the engine serves with it like any
+	// other; the policy reads the mark back in InstanceView.Launch and may preempt it.
+	Spare bool
 }
 
 // ClusterDecision is a policy's answer.
@@ -203,6 +206,11 @@ type ClusterDecision struct {
 	// Release are instance IDs to drain: they take no new requests, finish their queue and free
 	// their resources.
 	Release []int
+	// Preempt are instance IDs to stop at once, before the launches are placed: their resources
+	// (lent ones included) are free for this step's launches, and the requests queued on them and
+	// in their batch in flight go back to the function (arrival times kept, so the lost work counts
+	// in their latency) and are dispatched again to its ready instances.
+	Preempt []int
 	// Weights are dispatch weights (requests per second) by instance ID, for the instances live
 	// after the decision; instances without one keep theirs (a new instance starts at r_up).
 	Weights map[int]float64
@@ -233,8 +241,8 @@ type ClusterQueueDispatch interface {
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
 	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_alloc_resource,
-	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases,
-	// cold_start_requests and timeouts.
+	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases
+	// (preemptions included), preemptions, cold_start_requests and timeouts.
 	Summary slo.Summary
 	// Functions are the per-function Summaries, in the run's order.
 	Functions []slo.Summary
@@ -319,6 +327,7 @@ type cEngine struct {
 	last             int64
 	launches         int64
 	releases         int64
+	preemptions      int64
 	timeouts         int64
 	byBatch          map[int]int
 }
@@ -586,6 +595,47 @@ func (e *cEngine) done(i int) {
 	e.pump(i)
 }
 
+// preempt stops instance i at once (ClusterDecision.Preempt): it frees everything it holds and
+// hands its queued and in-flight requests back to its function.
+func (e *cEngine) preempt(i int) error {
+	in := e.insts[i]
+	fn := e.fns[in.Function]
+	if !in.draining {
+		e.releases++
+	}
+	e.preemptions++
+	in.draining, in.ended, in.ready, in.wakeAt = true, true, false, -1
+	back := make([]int64, 0, len(in.inflight)+in.q.n)
+	if in.busy {
+		back = append(back, in.inflight...) // the in-flight batch is older than the queue
+		e.inflight -= len(in.inflight)
+		e.queued += len(in.inflight)
+		in.inflight, in.busy = in.inflight[:0], false
+	}
+	for in.q.n > 0 {
+		back = append(back, in.q.pop())
+	}
+	if err := e.cl.Release(in.Server, in.res); err != nil {
+		return err
+	}
+	for k, id := range fn.live {
+		if id == i {
+			fn.live = append(fn.live[:k], fn.live[k+1:]...)
+			break
+		}
+	}
+	e.nLive--
+	e.reweigh()
+	for _, a := range back {
+		if j := e.pick(fn); j >= 0 {
+			e.enqueue(j, a)
+		} else {
+			fn.pending.push(a)
+		}
+	}
+	return nil
+}
+
 // maybeEnd frees a draining instance once it has nothing left to do.
 func (e *cEngine) maybeEnd(i int) {
 	in := e.insts[i]
@@ -697,6 +747,14 @@ func (e *cEngine) control() error {
 			}
 		}
 		e.maybeEnd(id)
+	}
+	for _, id := range d.Preempt {
+		if id < 0 || id >= len(e.insts) || e.insts[id].ended {
+			return fmt.Errorf("policy %s: preemption of unknown instance %d", e.pol.Name(), id)
+		}
+		if err := e.preempt(id); err != nil {
+			return fmt.Errorf("policy %s: preempt %d: %w", e.pol.Name(), id, err)
+		}
 	}
 	if d.Lend != nil {
 		// Take back the lent resources that change before placing the launches.
@@ -810,6 +868,7 @@ func (e *cEngine) finish() *ClusterResult {
 	s.Extra = map[string]float64{
 		"launches":            float64(e.launches),
 		"releases":            float64(e.releases),
+		"preemptions":         float64(e.preemptions),
 		"timeouts":            float64(e.timeouts),
 		"cold_start_requests": float64(cold),
 	}

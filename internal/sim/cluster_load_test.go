@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,8 @@ import (
 //
 // SLOSERVE_INFLESS_PEAKS (comma-separated rps, default 100,400,1600), SLOSERVE_INFLESS_DUR
 // (default: each set's own) and SLOSERVE_INFLESS_SET (burst300 or azure; default both) change
-// the loads, the replayed window and the trace sets.
+// the loads, the replayed window and the trace sets; SLOSERVE_INFLESS_POLICIES (comma-separated
+// names, default all; uniform and openfaas+ always run, as the ratios' bases) the rows.
 func TestINFlessLoad(t *testing.T) {
 	if os.Getenv("SLOSERVE_INFLESS") == "" {
 		t.Skip("long: set SLOSERVE_INFLESS=1")
@@ -65,6 +67,13 @@ func TestINFlessLoad(t *testing.T) {
 		inflessVariant{"openfaas+", func() (ClusterPolicy, error) { return NewUniformCluster(DefaultOpenFaaSOptions()) }},
 		paper("infless-CRE", func(o *INFlessOptions) { o.Metric = infless.MetricOriginal }),
 		paper("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }))
+	if s := os.Getenv("SLOSERVE_INFLESS_POLICIES"); s != "" {
+		want := map[string]bool{"uniform": true, "openfaas+": true}
+		for _, n := range strings.Split(s, ",") {
+			want[strings.TrimSpace(n)] = true
+		}
+		variants = slices.DeleteFunc(variants, func(v inflessVariant) bool { return !want[v.name] })
+	}
 	sets := []struct {
 		name      string
 		files     []string
@@ -124,6 +133,8 @@ func loadTable(t *testing.T, data, set string, files, paths []string, from, dur 
 				t.Logf("  infless %-18s %-16s requests %8d violations %6.2f %% p99 %6.0f ms mean batch %5.2f cold-start requests %d",
 					fns[i].Name, f.Trace, f.Requests, 100*(1-f.SLOAttainment), f.LatencyMS.P99, f.MeanBatchSize, f.ColdStarts)
 			}
+			x := r.Summary.Extra
+			t.Logf("  infless launches %.0f releases %.0f (preemptions of spares %.0f)", x["launches"], x["releases"], x["preemptions"])
 		}
 	}
 	t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | vs openfaas+ | fragment ratio (β) | CPU free | GPU free | active servers | mean instances | batch sizes launched |")

@@ -228,6 +228,11 @@ func (p *sloserveCluster) reasons(v ClusterView, d ClusterDecision, k int, activ
 	var out []string
 	for _, l := range d.Launch {
 		fv := v.Functions[l.Function]
+		if l.Spare {
+			out = append(out, fmt.Sprintf("sloserve: spare ⟨b=1, c=%d, g=%d⟩ (r_up %.0f/s) for %s in server %d's free resources",
+				l.Resources.CPU, l.Resources.GPU, l.Bounds.Up, fv.Name, l.Server))
+			continue
+		}
 		r := fmt.Sprintf("infless: Alg. 1 places ⟨b=%d, c=%d, g=%d⟩ (r_up %.0f/s) for %s on server %d; sloserve: placement by %s (active servers %v by pricing)",
 			l.Batch, l.Resources.CPU, l.Resources.GPU, l.Bounds.Up, fv.Name, l.Server, p.labels[k], active)
 		if p.cut[l.Function] {
@@ -237,6 +242,9 @@ func (p *sloserveCluster) reasons(v ClusterView, d ClusterDecision, k int, activ
 			r += fmt.Sprintf("; sloserve: headroom %.2f", p.o.Headroom)
 		}
 		out = append(out, r)
+	}
+	for _, id := range d.Preempt {
+		out = append(out, fmt.Sprintf("sloserve: preempt spare instance %d (a launch or a move needs its room)", id))
 	}
 	if len(d.Release) == 0 {
 		return out

@@ -147,6 +147,7 @@ func inflessVariants() []inflessVariant {
 		abl("infless-RS", func(o *INFlessOptions) { o.FirstFit = true }),
 		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
 		abl("infless-nolend", func(o *INFlessOptions) { o.Lend = false }),
+		abl("infless-nospare", func(o *INFlessOptions) { o.Spare = false }),
 	}
 }
 

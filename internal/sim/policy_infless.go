@@ -67,6 +67,13 @@ type INFlessOptions struct {
 	// the α-band's split and scaling — stay those of its launch configuration. Lent resources
 	// count as allocated and the instance serves at the lent configuration's service time.
 	Lend bool
+	// Spare fills the free resources of the servers that host the functions' instances with spare
+	// b = 1 instances of the loaded functions (infless.Spares): they take a share of R by the
+	// α-band's split but are left out of its scaling, Alg. 1, the releases and Defragment, which
+	// decide on the cluster without them; a spare whose room a launch or a move needs is preempted
+	// (ClusterDecision.Preempt), one whose function goes idle or whose server no longer hosts an
+	// instance of the functions drains. Spares never make a server active.
+	Spare bool
 }
 
 // DefaultINFlessMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
@@ -77,10 +84,10 @@ const DefaultScaleDownAfter = 30 * time.Second
 
 // DefaultINFlessOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
-// infless.MetricShare form, Defragment and Lend. PaperINFlessOptions is Eq. 10 as printed.
+// infless.MetricShare form, Defragment, Spare and Lend. PaperINFlessOptions is Eq. 10 as printed.
 func DefaultINFlessOptions() INFlessOptions {
 	o := PaperINFlessOptions()
-	o.Metric, o.Defragment, o.Lend = infless.MetricShare, true, true
+	o.Metric, o.Defragment, o.Lend, o.Spare = infless.MetricShare, true, true, true
 	return o
 }
 
@@ -131,6 +138,7 @@ const moveTimeout = time.Minute
 type inflessFn struct {
 	cfg       infless.Config
 	pred      infless.Predictor
+	spareOpts []infless.Option // b = 1 options, for infless.Spares
 	idle      idleTracker
 	downSince time.Time
 }
@@ -211,7 +219,15 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			}
 		}
 	}
-	for _, fv := range v.Functions {
+	var spares [][]InstanceView // by function, when o.Spare: left out of every decision below
+	if p.o.Spare {
+		var err error
+		if v, spares, err = withoutSpares(v); err != nil {
+			return d, err
+		}
+	}
+	rates := make([]float64, len(v.Functions))
+	for i, fv := range v.Functions {
 		st, err := p.state(fv)
 		if err != nil {
 			return d, err
@@ -223,6 +239,7 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 		st.idle.update(now, fv.Arrivals)
 		loaded := st.idle.loaded(now)
 		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter
+		rates[i] = r
 		if len(fv.Instances) == 0 {
 			switch {
 			case r > 0:
@@ -280,10 +297,146 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 	if p.defragment() {
 		p.defragmentStep(&d, v, now)
 	}
+	var kept []InstanceView
+	if p.o.Spare {
+		kept = p.spareStep(&d, v, spares, rates)
+	}
 	if p.o.Lend {
-		p.lend(&d, v)
+		p.lend(&d, v, kept)
 	}
 	return d, nil
+}
+
+// withoutSpares returns v with the spare instances (Launch.Spare) taken out of every function's
+// Instances and their launch resources freed on a copy of v.Cluster, and the spares by function.
+func withoutSpares(v ClusterView) (ClusterView, [][]InstanceView, error) {
+	spares := make([][]InstanceView, len(v.Functions))
+	fns := make([]FunctionView, len(v.Functions))
+	for i, fv := range v.Functions {
+		core := make([]InstanceView, 0, len(fv.Instances))
+		for _, in := range fv.Instances {
+			if !in.Launch.Spare {
+				core = append(core, in)
+				continue
+			}
+			if err := v.Cluster.Release(in.Launch.Server, in.Launch.Resources); err != nil {
+				return v, nil, fmt.Errorf("spare instance %d: %w", in.ID, err)
+			}
+			spares[i] = append(spares[i], in)
+		}
+		fv.Instances = core
+		fns[i] = fv
+	}
+	v.Functions = fns
+	return v, spares, nil
+}
+
+// spareStep decides the spares after this step's launches, releases and moves are on v.Cluster:
+// each existing spare stays if its server still hosts one of the functions' own instances (and
+// is not being emptied by Defragment), its function's spare capacity stays within its own, the
+// function's utilisation with it is at least half of infless.SpareUtilisation (hysteresis: a
+// spare is added at 0.5 and kept down to 0.25) and it still fits; else it drains (if it fits: its
+// room is not needed) or is preempted. Then infless.Spares
+// fills what is left on the hosts, and every function with spares gets the α-band's split over
+// its own instances and its spares as dispatch weights (the scaling case stays the one computed
+// without them). It returns the spares that stay, for lending.
+func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][]InstanceView, rates []float64) []InstanceView {
+	released := make(map[int]bool, len(d.Release))
+	for _, id := range d.Release {
+		released[id] = true
+	}
+	host := map[int]bool{}
+	core := make([]float64, len(v.Functions))
+	for i, fv := range v.Functions {
+		for _, in := range fv.Instances {
+			if !released[in.ID] {
+				host[in.Launch.Server] = true
+				core[i] += in.Launch.Bounds.Up
+			}
+		}
+	}
+	for _, l := range d.Launch {
+		host[l.Server] = true
+		core[l.Function] += l.Bounds.Up
+	}
+	for _, m := range p.moves {
+		// A server Defragment is emptying hosts nothing new. (Its instances stay in core: they
+		// serve until their replacements are ready.)
+		for _, in := range v.Functions[m.fn].Instances {
+			if in.ID == m.old {
+				delete(host, in.Launch.Server)
+			}
+		}
+	}
+	var kept []InstanceView
+	keptBy := make([][]InstanceView, len(v.Functions))
+	spareCap := make([]float64, len(v.Functions))
+	for i := range v.Functions {
+		for _, in := range spares[i] {
+			s, r := in.Launch.Server, in.Launch.Resources
+			up := in.Launch.Bounds.Up
+			want := host[s] && spareCap[i]+up <= core[i] && rates[i]/(core[i]+spareCap[i]+up) >= infless.SpareUtilisation/2
+			if !v.Cluster.Free(s).Fits(r) {
+				d.Preempt = append(d.Preempt, in.ID)
+				d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: preempt instance %d of %s on server %d (its room is needed)", in.ID, v.Functions[i].Name, s))
+				continue
+			}
+			_ = v.Cluster.Place(s, r) // fits: checked above
+			if !want {
+				d.Release = append(d.Release, in.ID)
+				d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: drain instance %d of %s (utilisation below %.2f, server without own instances, or spares above its own capacity)", in.ID, v.Functions[i].Name, infless.SpareUtilisation/2))
+				continue
+			}
+			spareCap[i] += up
+			kept = append(kept, in)
+			keptBy[i] = append(keptBy[i], in)
+		}
+	}
+	hosts := make([]int, 0, len(host))
+	for s := range host {
+		hosts = append(hosts, s)
+	}
+	slices.Sort(hosts)
+	sf := make([]infless.SpareFunction, len(v.Functions))
+	for i, fv := range v.Functions {
+		st := p.fns[fv.Index]
+		if st.spareOpts == nil {
+			for _, o := range infless.Options(st.cfg, st.pred) {
+				if o.Batch == 1 {
+					st.spareOpts = append(st.spareOpts, o)
+				}
+			}
+		}
+		sf[i] = infless.SpareFunction{Rate: rates[i], Core: core[i], Spare: spareCap[i], Options: st.spareOpts}
+	}
+	for _, pl := range infless.Spares(v.Cluster, hosts, sf) {
+		fv := v.Functions[pl.Function]
+		l := launchOf(fv, pl.Option, pl.Server)
+		l.Spare = true
+		d.Launch = append(d.Launch, l)
+		d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: %s b=1 %+v on server %d (r_up %.0f/s) in free resources", fv.Name, pl.Resources, pl.Server, pl.Bounds.Up))
+	}
+	for i, fv := range v.Functions {
+		if len(keptBy[i]) == 0 {
+			continue
+		}
+		var ins []InstanceView
+		for _, in := range fv.Instances {
+			if !released[in.ID] {
+				ins = append(ins, in)
+			}
+		}
+		ins = append(ins, keptBy[i]...)
+		bounds := make([]infless.Bounds, len(ins))
+		for k, in := range ins {
+			bounds[k] = in.Launch.Bounds
+		}
+		split := infless.Band(bounds, rates[i], p.o.Alpha)
+		for k, in := range ins {
+			d.Weights[in.ID] = split.Rates[k]
+		}
+	}
+	return kept
 }
 
 // lent is what instance in holds beyond its launch configuration.
@@ -296,8 +449,9 @@ func lent(in InstanceView) cluster.Resources {
 
 // lend sets d.Lend: after the launches, releases and moves of this step are decided (and the
 // launches allocated on v.Cluster), each server's free resources are split over the instances
-// on it that stay (infless.Lend, weighted by their dispatch rates this step).
-func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView) {
+// on it that stay — the functions' own and the spares kept — (infless.Lend, weighted by their
+// dispatch rates this step).
+func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView, spares []InstanceView) {
 	d.Lend = map[int]cluster.Resources{}
 	released := make(map[int]bool, len(d.Release))
 	for _, id := range d.Release {
@@ -305,20 +459,23 @@ func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView) {
 	}
 	lenders, ids := map[int][]infless.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
+	var stay []InstanceView // the functions' own instances in order, then the spares kept
 	for _, fv := range v.Functions {
-		st := p.fns[fv.Index]
-		for _, in := range fv.Instances {
-			if released[in.ID] {
-				continue
-			}
-			s := in.Launch.Server
-			if _, ok := lenders[s]; !ok {
-				servers = append(servers, s)
-			}
-			lenders[s] = append(lenders[s], infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
-				Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
-			ids[s] = append(ids[s], in.ID)
+		stay = append(stay, fv.Instances...)
+	}
+	stay = append(stay, spares...)
+	for _, in := range stay {
+		if released[in.ID] {
+			continue
 		}
+		st := p.fns[in.Launch.Function]
+		s := in.Launch.Server
+		if _, ok := lenders[s]; !ok {
+			servers = append(servers, s)
+		}
+		lenders[s] = append(lenders[s], infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
+			Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
+		ids[s] = append(ids[s], in.ID)
 	}
 	for _, s := range servers {
 		ls := lenders[s]

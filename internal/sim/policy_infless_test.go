@@ -42,7 +42,7 @@ func TestINFlessDefragmentMoves(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultINFlessOptions()
-			o.Defragment = tc.defragment
+			o.Defragment, o.Spare = tc.defragment, false // spares: TestINFlessSpare
 			p, err := NewINFlessCluster("", o)
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func TestINFlessLend(t *testing.T) {
 	}
 	policy := func(lend bool) ClusterPolicy {
 		o := DefaultINFlessOptions()
-		o.Lend = lend
+		o.Lend, o.Spare = lend, false // spares: TestINFlessSpare
 		p, err := NewINFlessCluster("", o)
 		if err != nil {
 			t.Fatal(err)
@@ -194,5 +194,81 @@ func TestINFlessLend(t *testing.T) {
 		if !DefaultServer.Fits(u) {
 			t.Errorf("server %d holds %+v after the decision, more than %+v", s, u, DefaultServer)
 		}
+	}
+}
+
+// TestINFlessSpare drives the spares (INFlessOptions.Spare, infless.Spares) through their life: a
+// loaded function on a partly used server gets a spare in its free resources (never on an idle
+// server); the spare stays and shares R by the α-band's split; a burst whose Alg. 1 launch needs
+// the spare's room preempts it; a function that goes idle drains it.
+func TestINFlessSpare(t *testing.T) {
+	// Toy b = 1 options (+10 %): 2 threads 7.7 ms (r_up 129/s), 2 threads + 20 % 3.85 ms (259/s).
+	filler := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Up: 300}}
+	view := func(rate float64, ins ...InstanceView) ClusterView {
+		c := cluster.New(4, DefaultServer)
+		for _, in := range ins {
+			if err := c.Place(in.Launch.Server, in.Launch.Resources); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fv := FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
+		return ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}
+	}
+	o := DefaultINFlessOptions()
+	o.Lend = false // what is left after the spare: TestINFlessLend
+	p, err := NewINFlessCluster("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := DefaultEpoch
+	core := InstanceView{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}
+
+	// 280 rps on r_up 300 (inside the band, utilisation 0.93): the fastest spare within the
+	// function's own capacity (259/s ≤ 300) in server 0's free 4 threads + 20 %.
+	d, err := p.Control(view(280, core), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cluster.Resources{CPU: 2, GPU: 20}
+	if len(d.Launch) != 1 || !d.Launch[0].Spare || d.Launch[0].Server != 0 || d.Launch[0].Resources != want || len(d.Release)+len(d.Preempt) != 0 {
+		t.Fatalf("steady: launch %+v release %v preempt %v; want one spare %+v on server 0", d.Launch, d.Release, d.Preempt, want)
+	}
+	spare := InstanceView{ID: 2, Launch: d.Launch[0], Ready: true, Resources: want}
+
+	// Next step: the spare stays and takes a share of R; the function's own instance the rest.
+	d, err = p.Control(view(280, core, spare), t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Launch)+len(d.Release)+len(d.Preempt) != 0 || !(d.Weights[2] > 0) || math.Abs(d.Weights[1]+d.Weights[2]-280) > 1e-9 {
+		t.Fatalf("kept: launch %+v release %v preempt %v weights %v; want nothing, weights summing to 280 with the spare's > 0", d.Launch, d.Release, d.Preempt, d.Weights)
+	}
+
+	// A burst: Alg. 1 decides as if the spare were not there; its launch on server 0 needs the
+	// spare's room, so the spare is preempted, and what is held per server fits.
+	d, err = p.Control(view(700, core, spare), t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Preempt, []int{2}) || len(d.Launch) == 0 || d.Launch[0].Spare || d.Launch[0].Server != 0 {
+		t.Fatalf("burst: launch %+v preempt %v; want an own launch on server 0 and spare 2 preempted", d.Launch, d.Preempt)
+	}
+	used := map[int]cluster.Resources{0: filler.Resources}
+	for _, l := range d.Launch {
+		used[l.Server] = used[l.Server].Add(l.Resources)
+	}
+	for s, u := range used {
+		if !DefaultServer.Fits(u) {
+			t.Errorf("burst: server %d holds %+v after the decision, more than %+v", s, u, DefaultServer)
+		}
+	}
+
+	// Idle: the spare drains (its room is not needed); it is not preempted.
+	d, err = p.Control(view(0, core, spare), t0.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(d.Release, 2) || len(d.Preempt) != 0 || len(d.Launch) != 0 {
+		t.Fatalf("idle: launch %+v release %v preempt %v; want spare 2 drained", d.Launch, d.Release, d.Preempt)
 	}
 }
