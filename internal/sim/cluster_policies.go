@@ -6,7 +6,8 @@ import (
 )
 
 // clusterPolicies are the policies of the cluster simulator by name: INFless, its Fig. 11
-// ablations and its default without lending (infless-nolend), the BATCH-style uniform baseline,
+// ablations and its default without lending (infless-nolend) or without spares (infless-nospare),
+// the BATCH-style uniform baseline,
 // OpenFaaS+ (INFless §5.1) and sloserve.
 var clusterPolicies = map[string]func() (ClusterPolicy, error){
 	"infless":   func() (ClusterPolicy, error) { return NewINFlessCluster("infless", DefaultINFlessOptions()) },
@@ -37,6 +38,11 @@ var clusterPolicies = map[string]func() (ClusterPolicy, error){
 		o := DefaultINFlessOptions()
 		o.Lend = false
 		return NewINFlessCluster("infless-nolend", o)
+	},
+	"infless-nospare": func() (ClusterPolicy, error) {
+		o := DefaultINFlessOptions()
+		o.Spare = false
+		return NewINFlessCluster("infless-nospare", o)
 	},
 }
 
