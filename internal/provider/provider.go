@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/cluster"
 )
 
 // Tier is the part of the fleet an instance belongs to.
@@ -40,6 +42,13 @@ type Spec struct {
 	MaxBatch int
 	// MaxWait is the instance's own batch timeout; 0 = policy default.
 	MaxWait time.Duration
+	// Resources is the instance's share of a server — CPU threads and GPU SM % (INFless's
+	// ⟨c, g⟩) — and Server the server it is placed on. A provider that models servers (the local
+	// provider with Config.Servers) allocates them at Launch, refuses a launch that does not fit
+	// (ErrNoRoom) and frees them when the instance terminates; the worker runs with Resources.CPU
+	// intra-op threads. Zero Resources means no placement (Server is ignored).
+	Resources cluster.Resources
+	Server    int
 }
 
 // Instance is one running replica as the provider last saw it.
@@ -55,6 +64,9 @@ type Instance struct {
 
 // ErrNotFound is returned by Terminate for an unknown instance id.
 var ErrNotFound = errors.New("instance not found")
+
+// ErrNoRoom is returned by Launch when the spec's Resources do not fit its Server.
+var ErrNoRoom = errors.New("no room on the server")
 
 // Provider launches and terminates instances. Launch returns at once with the instance in
 // StateLaunching (or StateReady when launching is immediate); Instances reports later states.
