@@ -3,6 +3,7 @@ package autoscale
 import (
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
@@ -24,6 +25,10 @@ type Member struct {
 	Slots int
 	// Busy is how many of its slots serve a batch now.
 	Busy int
+	// Spec is what the instance was launched with (its batch size, batch timeout, resources and
+	// server, for policies that give every instance its own: INFless); the live controller fills
+	// it, the simulator's shared-queue engine leaves it zero.
+	Spec provider.Spec
 }
 
 // Sample is the load observed over one sampling period [Start, Start+Period).
@@ -60,6 +65,10 @@ type Snapshot struct {
 	History []Sample
 	// QueueLen is the number of requests waiting in the VM tier's batch queue.
 	QueueLen int
+	// Cluster is a copy of the servers the provider places instances on, with every model's
+	// allocations (INFless's cluster model); nil when the provider models no servers. A Scaler may
+	// allocate on it (it is its own copy).
+	Cluster *cluster.Cluster
 }
 
 // Decision is a Scaler's answer at one instant.
@@ -72,6 +81,9 @@ type Decision struct {
 	Reason string
 	// Next is when the runtime must ask again; the zero time means at the next sample boundary.
 	Next time.Time
+	// Weights are dispatch weights by instance id (INFless's α-band rates, requests/s) for the
+	// instances that stay; nil leaves the dispatcher's weights as they are.
+	Weights map[string]float64
 }
 
 // Scaler decides the size and mix of the VM fleet. Implementations are pure (ARCHITECTURE.md,

@@ -244,6 +244,9 @@ func (c Config) Validate() error {
 	if err := c.Controller.Validate(); err != nil {
 		return err
 	}
+	if c.Controller.Policy == ControllerINFless && c.Provider.Kind == ProviderKubernetes {
+		return errors.New("controller.policy: infless places instances on controller.cluster's servers, which only provider.kind local accounts for")
+	}
 	if len(c.Models) == 0 {
 		return errors.New("models: at least one model is required")
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -21,11 +22,15 @@ const (
 	ControllerTargetTracking = "target-tracking"
 	// ControllerKnative is Knative's concurrency autoscaler (autoscale.KPA).
 	ControllerKnative = "knative"
+	// ControllerINFless is INFless live (controller.INFless): the simulator's INFless cluster
+	// policy — α-band dispatch and scaling, Alg. 1 placement of per-instance ⟨b, c, g⟩ on
+	// controller.cluster's servers, defragmentation, LSTH keep-alive — over the local provider.
+	ControllerINFless = "infless"
 )
 
 // ControllerPolicies lists the accepted Controller.Policy values.
 func ControllerPolicies() []string {
-	return []string{ControllerSloserve, ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative}
+	return []string{ControllerSloserve, ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative, ControllerINFless}
 }
 
 // Live controller defaults. MArk's own settings (P_s/P_u/P_w = 5 s / 1 min / 60, τ = 5 min,
@@ -92,6 +97,36 @@ type Controller struct {
 	// BatchBudget is the fraction of the SLO threshold given to batching when MArk tunes an
 	// instance type (fraction in (0, 1]).
 	BatchBudget float64 `yaml:"batch_budget"`
+	// Cluster is the servers the infless policy places instances on (the local provider accounts
+	// for them); other policies ignore it.
+	Cluster Cluster `yaml:"cluster"`
+}
+
+// Cluster describes identical servers of CPU threads and GPU SM share (INFless's cluster model).
+type Cluster struct {
+	// Servers is the number of servers (servers).
+	Servers int `yaml:"servers"`
+	// CPU is each server's CPU threads (threads); a local worker runs with its instance's
+	// threads as onnxruntime intra-op threads.
+	CPU int `yaml:"cpu"`
+	// GPU is each server's GPU SM share (percent; 100 = one GPU). 0: CPU only, as on a machine
+	// without a GPU.
+	GPU int `yaml:"gpu"`
+}
+
+// DefaultCluster is one server with this machine's threads and no GPU.
+func DefaultCluster() Cluster { return Cluster{Servers: 1, CPU: runtime.NumCPU()} }
+
+func (c Cluster) validate() error {
+	switch {
+	case c.Servers < 1 || c.Servers > 10000:
+		return fmt.Errorf("controller.cluster.servers: must be in [1, 10000], got %d", c.Servers)
+	case c.CPU < 1 || c.CPU > 4096:
+		return fmt.Errorf("controller.cluster.cpu: must be in [1, 4096], got %d", c.CPU)
+	case c.GPU < 0 || c.GPU > 1600:
+		return fmt.Errorf("controller.cluster.gpu: must be in [0, 1600], got %d", c.GPU)
+	}
+	return nil
 }
 
 // DefaultController returns the sloserve controller with the live defaults above.
@@ -99,7 +134,7 @@ func DefaultController() Controller {
 	return Controller{Policy: ControllerSloserve, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
 		Window: DefaultControllerWindow, Lookahead: DefaultControllerLookahead, Headroom: DefaultControllerHeadroom,
 		CoolDown: DefaultControllerCoolDown, Forecaster: "ewma", SLOWindow: DefaultControllerSLOWindow,
-		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, BatchBudget: 0.5}
+		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, BatchBudget: 0.5, Cluster: DefaultCluster()}
 }
 
 // Validate reports the first field that is out of range, naming it and its value.
@@ -130,7 +165,7 @@ func (c Controller) Validate() error {
 	case !(c.BatchBudget > 0 && c.BatchBudget <= 1):
 		return fmt.Errorf("controller.batch_budget: must be in (0, 1], got %v", c.BatchBudget)
 	}
-	return nil
+	return c.Cluster.validate()
 }
 
 // InstanceType describes the instances a model's workers run as, for the controller and cost.

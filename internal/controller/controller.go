@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/autoscale"
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -20,6 +21,19 @@ import (
 type Gateway interface {
 	Sync(ctx context.Context, insts []provider.Instance) error
 	RemoveInstance(ctx context.Context, model, id string) error
+}
+
+// Weigher is implemented by a gateway whose dispatcher takes per-instance weights
+// (gateway.SetWeights); the controller passes a Decision's Weights to it.
+type Weigher interface {
+	SetWeights(model string, w map[string]float64) error
+}
+
+// Placer is implemented by a provider that places instances on servers (the local provider with
+// servers configured): Cluster returns a copy of its servers with the live allocations, or nil
+// when it models none. The controller hands it to the scalers as Snapshot.Cluster.
+type Placer interface {
+	Cluster() *cluster.Cluster
 }
 
 // Reading is one model's cumulative request counters (gateway.Counters).
@@ -118,6 +132,7 @@ type modelState struct {
 	// costUSD and instanceSeconds accumulate in the step goroutine only; view and line are
 	// read by View and Timeline from other goroutines and are guarded by Controller.mu.
 	costUSD, instanceSeconds float64
+	weights                  map[string]float64 // the last decision's dispatch weights
 	view                     View
 	line                     []Point
 }
@@ -213,6 +228,16 @@ func (c *Controller) Step(ctx context.Context, now time.Time) error {
 			errs = append(errs, fmt.Errorf("controller: sync gateway: %w", err))
 		}
 	}
+	if w, ok := c.gw.(Weigher); ok {
+		for _, m := range c.models {
+			if len(m.weights) == 0 {
+				continue
+			}
+			if err := w.SetWeights(m.Name, m.weights); err != nil {
+				errs = append(errs, fmt.Errorf("controller: dispatch weights of %s: %w", m.Name, err))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -227,7 +252,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 			continue
 		}
 		fleet = append(fleet, autoscale.Member{ID: in.ID, Type: in.Spec.Type, Tier: in.Spec.Tier, State: in.State,
-			Launched: in.Launched, Ready: in.Ready, Slots: 1})
+			Launched: in.Launched, Ready: in.Ready, Slots: 1, Spec: in.Spec})
 	}
 	if !m.started {
 		m.started, m.last, m.lastAt = true, r, now
@@ -248,7 +273,11 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		m.costUSD += secs * m.PricePerHour / 3600
 		m.last, m.lastAt = r, now
 	}
-	d := m.Scaler.Scale(autoscale.Snapshot{Fleet: fleet, History: m.history, QueueLen: int(r.Queued)}, now)
+	snap := autoscale.Snapshot{Fleet: fleet, History: m.history, QueueLen: int(r.Queued)}
+	if pl, ok := c.prov.(Placer); ok {
+		snap.Cluster = pl.Cluster() // after the previous models' launches: the provider allocates at Launch
+	}
+	d := m.Scaler.Scale(snap, now)
 	launching, ready := autoscale.Snapshot{Fleet: fleet}.Counts("")
 	live := launching + ready
 	// Bounds: never above Max, never below Min.
@@ -295,6 +324,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 	for _, id := range term {
 		c.terminate(m.Name, id, d.Reason)
 	}
+	m.weights = d.Weights // applied by Step once the gateway is synced
 	// View.
 	rate := 0.0
 	if n := len(m.history); n > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/sloserve/sloserve/internal/planner"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slomon"
 )
 
@@ -98,13 +99,43 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 			}
 			out.Scaler = &Sloserve{Mark: ms, KeepAlive: ka, Spec: spec, Lead: it.LaunchDelay}
 		}
+	case config.ControllerINFless:
+		prof := INFlessProfileFromCurve(m.Name, curve, it.MaxBatch)
+		s, err := NewINFless(spec, m.SLO.Spec().Threshold, prof, sim.DefaultRateWindow, INFlessLiveOptions(cfg.Unit))
+		if err != nil {
+			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
+		}
+		out.Scaler = s
 	default:
 		return Model{}, fmt.Errorf("controller.policy: unknown %q", cfg.Policy)
 	}
-	if cfg.Policy != config.ControllerSloserve && cfg.Policy != config.ControllerNone {
-		out.Min = max(out.Min, 1) // only sloserve's keep-alive scales a model to zero
+	if cfg.Policy != config.ControllerSloserve && cfg.Policy != config.ControllerNone && cfg.Policy != config.ControllerINFless {
+		out.Min = max(out.Min, 1) // only sloserve's and INFless's keep-alive scale a model to zero
 	}
 	return out, nil
+}
+
+// INFlessThreads is the CPU threads of the configurations INFlessProfileFromCurve describes: the
+// curve was measured on a worker with one intra-op thread (the worker's default).
+const INFlessThreads = 1
+
+// INFlessProfileFromCurve is a model's INFless profile (latency per ⟨b, c, g⟩) from its measured
+// service-time curve: one thread, no GPU (a local worker has none), batch sizes 1, 2, 4, … up to
+// maxBatch (the curve's largest measured batch when ≤ 0), each at the curve's time. INFless
+// measures a grid of threads × SM shares × batch sizes per model (§3.3); a live local worker is
+// profiled once, on the thread count it runs with, so Alg. 1 chooses batch sizes and servers
+// but not thread counts.
+func INFlessProfileFromCurve(model string, curve profile.Curve, maxBatch int) profile.INFlessProfile {
+	if maxBatch <= 0 {
+		maxBatch = max(curve.MaxMeasured(), 1)
+	}
+	p := profile.INFlessProfile{Model: model}
+	for b := 1; b <= maxBatch; b *= 2 {
+		if t := curve.ServiceTime(b); t > 0 {
+			p.Points = append(p.Points, profile.INFlessPoint{CPU: INFlessThreads, Batch: b, Latency: t})
+		}
+	}
+	return p
 }
 
 // LiveLSTHConfig is INFless's LSTH (keepalive.DefaultLSTHConfig) on the live controller's

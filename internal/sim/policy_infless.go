@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -44,6 +45,11 @@ type INFlessOptions struct {
 	// KeepAlive builds a function's keep-alive policy, which decides when an idle function keeps
 	// (or pre-warms) one instance; nil means INFless's LSTH (§3.5) with its defaults.
 	KeepAlive func() (keepalive.Policy, error)
+	// IdleUnit is the granularity at which the keep-alive policy sees activity: a unit with an
+	// arrival keeps the function busy for the whole unit (Shahrad et al.: one minute, the
+	// default when 0). The live controller uses its planning unit, with LSTH's bins scaled the
+	// same way (controller.LiveLSTHConfig). ≥ 0.
+	IdleUnit time.Duration
 	// Beta is the β of Eq. 10's resource-efficiency metric; 0 = the run's β (ClusterConfig.Beta,
 	// cluster.DefaultBeta: INFless's FLOPS ratio). ≥ 0.
 	Beta float64
@@ -111,6 +117,8 @@ func (o INFlessOptions) Validate() error {
 		return fmt.Errorf("infless.beta: must be ≥ 0, got %v", o.Beta)
 	case o.ScaleDownAfter < 0:
 		return fmt.Errorf("infless.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
+	case o.IdleUnit < 0:
+		return fmt.Errorf("infless.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
 	}
 	return nil
 }
@@ -188,7 +196,7 @@ func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
 	st := &inflessFn{
 		cfg:  infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric},
 		pred: pred,
-		idle: idleTracker{ka: ka},
+		idle: idleTracker{ka: ka, unit: cmp.Or(p.o.IdleUnit, time.Minute)},
 	}
 	if err := st.cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("function %s: %w", fv.Name, err)
@@ -581,11 +589,12 @@ func launchOf(fv FunctionView, o infless.Option, server int) InstanceLaunch {
 		Timeout: max(fv.SLO-o.Exec, 0), Exec: o.Exec, Bounds: o.Bounds}
 }
 
-// idleTracker feeds a keep-alive policy the way keepalive.Replay does (Shahrad et al.): a minute
-// with arrivals keeps the function busy for the whole minute; after the last busy minute ends,
-// the windows say when the function is loaded.
+// idleTracker feeds a keep-alive policy the way keepalive.Replay does (Shahrad et al.): a unit
+// (one minute in the simulator) with arrivals keeps the function busy for the whole unit; after
+// the last busy unit ends, the windows say when the function is loaded.
 type idleTracker struct {
 	ka      keepalive.Policy
+	unit    time.Duration
 	minute  time.Time
 	active  bool
 	lastArr int64
@@ -595,10 +604,10 @@ type idleTracker struct {
 }
 
 func (t *idleTracker) update(now time.Time, arrivals int64) {
-	m := now.Truncate(time.Minute)
+	m := now.Truncate(t.unit)
 	if !m.Equal(t.minute) {
 		if t.active {
-			end := t.minute.Add(time.Minute)
+			end := t.minute.Add(t.unit)
 			t.ka.Observe(t.minute, end)
 			t.win = t.ka.Windows(end)
 			t.lastEnd, t.seen = end, true
