@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
@@ -24,7 +25,10 @@ type Config struct {
 	// Binary is the sloserve executable to run as `Binary worker ...`; "" means os.Executable().
 	Binary string
 	// Args are extra arguments after `worker --addr 127.0.0.1:0 --models <model>`
-	// (e.g. "--runtime", "native").
+	// (e.g. "--runtime", "native"). A launch whose Spec.Resources.CPU is positive appends
+	// `--threads <CPU>` after them; the worker's flag parsing keeps the last value of a repeated
+	// flag, so the spec's threads override a "--threads" given here. Args must hold flags only
+	// (a positional argument would end flag parsing before the appended --threads).
 	Args []string
 	// Env is added to the worker's environment (KEY=value).
 	Env []string
@@ -44,6 +48,12 @@ type Config struct {
 	// StateDir is a directory where each running worker is recorded in a pidfile, so that a
 	// restarted provider kills the workers a crashed one left (Reap); "" records nothing.
 	StateDir string
+	// Servers is the capacity of each server (CPU threads, GPU SM %) that instances are placed
+	// on by Spec.Server and Spec.Resources: Launch allocates the resources and refuses a launch
+	// that does not fit (provider.ErrNoRoom); they are freed once the terminated instance's
+	// worker has exited. Empty means no accounting: Spec.Server is ignored and Spec.Resources
+	// only sets the worker's threads.
+	Servers []cluster.Resources
 }
 
 // Defaults of Config.
@@ -67,6 +77,11 @@ func (c Config) Validate() error {
 	}
 	if c.HealthFailures < 0 {
 		return fmt.Errorf("local.health_failures: must be ≥ 0, got %d", c.HealthFailures)
+	}
+	for i, r := range c.Servers {
+		if r.CPU < 0 || r.GPU < 0 || r.IsZero() {
+			return fmt.Errorf("local.servers[%d]: must be non-negative and non-zero, got cpu %d gpu %d", i, r.CPU, r.GPU)
+		}
 	}
 	return nil
 }
@@ -104,6 +119,9 @@ type Provider struct {
 	insts  map[string]*proc
 	seq    int
 	closed bool
+	// servers holds Config.Servers with the allocations of the instances whose workers have
+	// not exited after Terminate; nil without Config.Servers. Guarded by mu.
+	servers *cluster.Cluster
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -124,7 +142,11 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 			return nil, err
 		}
 	}
-	return &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}}, nil
+	p := &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}}
+	if len(cfg.Servers) > 0 {
+		p.servers = cluster.NewFrom(cfg.Servers)
+	}
+	return p, nil
 }
 
 // proc supervises one instance: its current process and its restarts.
@@ -132,6 +154,9 @@ type proc struct {
 	p    *Provider
 	stop chan struct{} // closed by Terminate
 	done chan struct{} // closed when the supervisor has exited and no process runs
+	// placed is set when the instance holds inst.Spec.Resources on server inst.Spec.Server;
+	// the supervisor releases them once, as it exits.
+	placed bool
 
 	mu       sync.Mutex
 	inst     provider.Instance
@@ -141,9 +166,16 @@ type proc struct {
 }
 
 // Launch starts a worker for spec.Model and returns at once with the instance launching.
+// With Config.Servers and non-zero spec.Resources it first allocates the resources on
+// spec.Server: a server out of range or negative resources are an error, resources that do not
+// fit the server's free capacity an error wrapping provider.ErrNoRoom; either way nothing is
+// launched. A crashed worker that the supervisor restarts keeps the allocation.
 func (p *Provider) Launch(ctx context.Context, spec provider.Spec) (provider.Instance, error) {
 	if spec.Model == "" {
 		return provider.Instance{}, fmt.Errorf("local launch: spec.model must not be empty")
+	}
+	if r := spec.Resources; r.CPU < 0 || r.GPU < 0 {
+		return provider.Instance{}, fmt.Errorf("local launch %s: spec.resources must be ≥ 0, got cpu %d gpu %d", spec.Model, r.CPU, r.GPU)
 	}
 	if spec.Type == "" {
 		spec.Type = "local"
@@ -156,18 +188,67 @@ func (p *Provider) Launch(ctx context.Context, spec provider.Spec) (provider.Ins
 	if p.closed {
 		return provider.Instance{}, errors.New("local launch: provider closed")
 	}
+	placed := p.servers != nil && !spec.Resources.IsZero()
+	if placed {
+		if err := p.place(spec); err != nil {
+			return provider.Instance{}, err
+		}
+	}
 	p.seq++
 	id := spec.Model + "-" + strconv.Itoa(p.seq)
-	pr := &proc{p: p, stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}),
+	pr := &proc{p: p, stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}), placed: placed,
 		inst: provider.Instance{ID: id, Spec: spec, State: provider.StateLaunching, Launched: time.Now()}}
 	p.insts[id] = pr
 	go pr.supervise()
-	p.log.Info("launching worker", "instance", id, "model", spec.Model)
+	p.log.Info("launching worker", "instance", id, "model", spec.Model, "cpu", spec.Resources.CPU, "gpu", spec.Resources.GPU, "server", spec.Server)
 	return pr.snapshot(), nil
 }
 
+// place allocates spec.Resources on spec.Server; p.mu is held.
+func (p *Provider) place(spec provider.Spec) error {
+	j, r := spec.Server, spec.Resources
+	if j < 0 || j >= p.servers.Len() {
+		return fmt.Errorf("local launch %s: spec.server %d out of range [0, %d)", spec.Model, j, p.servers.Len())
+	}
+	if free := p.servers.Free(j); !free.Fits(r) {
+		return fmt.Errorf("local launch %s on server %d: wants cpu %d gpu %d, free cpu %d gpu %d: %w",
+			spec.Model, j, r.CPU, r.GPU, free.CPU, free.GPU, provider.ErrNoRoom)
+	}
+	if err := p.servers.Place(j, r); err != nil {
+		return fmt.Errorf("local launch %s: %w", spec.Model, err) // unreachable: checked above
+	}
+	return nil
+}
+
+// release frees what a supervisor's instance holds; called once, by the supervisor as it exits.
+func (pr *proc) release() {
+	if !pr.placed {
+		return
+	}
+	p := pr.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	spec := pr.inst.Spec // immutable after Launch
+	if err := p.servers.Release(spec.Server, spec.Resources); err != nil {
+		p.log.Error("release worker resources", "instance", pr.inst.ID, "err", err) // a bookkeeping bug
+	}
+	pr.placed = false
+}
+
+// Cluster returns a snapshot of Config.Servers with what the instances hold on them, or nil
+// without Config.Servers. The snapshot is the caller's; it is not updated.
+func (p *Provider) Cluster() *cluster.Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.servers == nil {
+		return nil
+	}
+	return p.servers.Clone()
+}
+
 // Terminate stops an instance's worker (SIGTERM, then SIGKILL after StopTimeout) and returns
-// once it has exited or ctx is done.
+// once it has exited or ctx is done. The instance's resources are freed when its worker has
+// exited: before Terminate returns nil, later when ctx ends first.
 func (p *Provider) Terminate(ctx context.Context, id string) error {
 	p.mu.Lock()
 	pr, ok := p.insts[id]
@@ -260,6 +341,7 @@ func (pr *proc) set(f func(*provider.Instance)) {
 // stop is closed.
 func (pr *proc) supervise() {
 	defer close(pr.done)
+	defer pr.release()
 	log := pr.p.log.With("instance", pr.inst.ID)
 	for {
 		err := pr.runOnce(log)
@@ -291,7 +373,7 @@ var listenRE = regexp.MustCompile(`listening on (https?://[^\s"]+)`)
 // or stop is closed; it always leaves no process behind.
 func (pr *proc) runOnce(log *slog.Logger) error {
 	cfg := pr.p.cfg
-	args := append([]string{"worker", "--addr", "127.0.0.1:0", "--models", pr.inst.Spec.Model}, cfg.Args...)
+	args := workerArgs(pr.inst.Spec, cfg.Args)
 	cmd := exec.Command(cfg.Binary, args...)
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	// Own process group, so that stopping reaches the worker's children; and the kernel kills
@@ -375,6 +457,16 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 			}
 		}
 	}
+}
+
+// workerArgs is the worker's command line after the binary: the configured args, then the
+// spec's threads (the last of repeated flags wins, so they override a configured --threads).
+func workerArgs(spec provider.Spec, extra []string) []string {
+	args := append([]string{"worker", "--addr", "127.0.0.1:0", "--models", spec.Model}, extra...)
+	if spec.Resources.CPU > 0 {
+		args = append(args, "--threads", strconv.Itoa(spec.Resources.CPU))
+	}
+	return args
 }
 
 func (p *Provider) healthy(addr string) bool {

@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
 // The test binary doubles as a tiny worker: with FAKE_WORKER set, `<test binary> worker --addr A
-// --models M` serves /v2/health/ready and prints "listening on http://...". FAKE_WORKER=hang
-// never prints its address; FAKE_WORKER=ignore-term ignores SIGTERM.
+// --models M [--threads T]` serves /v2/health/ready, answers GET /threads with the --threads
+// value it parsed, and prints "listening on http://...". FAKE_WORKER=hang never prints its
+// address; FAKE_WORKER=ignore-term ignores SIGTERM.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("FAKE_WORKER"); mode != "" {
 		os.Exit(fakeWorker(mode, os.Args[1:]))
@@ -35,6 +37,7 @@ func fakeWorker(mode string, args []string) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	addr := fs.String("addr", "", "")
 	models := fs.String("models", "", "")
+	threads := fs.Int("threads", 1, "")
 	if err := fs.Parse(args[1:]); err != nil || *models == "" {
 		return 2
 	}
@@ -56,6 +59,10 @@ func fakeWorker(mode string, args []string) int {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/health/ready" {
 			w.WriteHeader(200)
+			return
+		}
+		if r.URL.Path == "/threads" {
+			fmt.Fprint(w, *threads)
 			return
 		}
 		w.WriteHeader(404)
@@ -244,6 +251,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"negative start timeout", Config{StartTimeout: -1}, "local.start_timeout: must be ≥ 0, got -1ns"},
 		{"negative failures", Config{HealthFailures: -2}, "local.health_failures: must be ≥ 0, got -2"},
+		{"zero server", Config{Servers: []cluster.Resources{{CPU: 4}, {}}}, "local.servers[1]: must be non-negative and non-zero, got cpu 0 gpu 0"},
+		{"negative server", Config{Servers: []cluster.Resources{{CPU: 4}, {CPU: 4}, {CPU: 4}, {CPU: 8, GPU: -1}}}, "local.servers[3]: must be non-negative and non-zero, got cpu 8 gpu -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
