@@ -68,8 +68,10 @@ func compatible(a, b *oip.InferenceRequest) bool {
 type backendInst struct {
 	Instance
 	outstanding int
-	draining    bool
-	drained     chan struct{} // closed when a draining instance has no batch in flight
+	// weight is the instance's dispatch weight (dispatch.Instance.Weight): 1 until SetWeights.
+	weight   float64
+	draining bool
+	drained  chan struct{} // closed when a draining instance has no batch in flight
 	// downUntil is set when the instance could not be reached: it takes no batch before then
 	// (a crashed worker, until the provider restarts it and Sync replaces it).
 	downUntil time.Time
@@ -353,7 +355,7 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 		if !in.usable(now) || free < 0 {
 			free = 0
 		}
-		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: 1})
+		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: in.weight})
 	}
 	k := b.picker.Pick(b.snap)
 	if k < 0 || k >= len(b.insts) || b.snap[k].Free <= 0 {
@@ -516,9 +518,18 @@ func (b *batcher) addInstance(in Instance) error {
 			return fmt.Errorf("add instance %s to %s: already present", in.ID, b.name)
 		}
 	}
-	b.insts = append(b.insts, &backendInst{Instance: in})
+	b.insts = append(b.insts, &backendInst{Instance: in, weight: 1})
 	b.countInstances()
 	return nil
+}
+
+// setWeights sets the dispatch weight of each listed instance the batcher has; w is valid.
+func (b *batcher) setWeights(w map[string]float64) {
+	for _, x := range b.insts {
+		if v, ok := w[x.ID]; ok {
+			x.weight = v
+		}
+	}
 }
 
 // drainInstance marks an instance draining and returns a channel closed once it has no batch

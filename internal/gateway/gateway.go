@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -236,6 +238,40 @@ func (g *Gateway) RemoveInstance(ctx context.Context, model, id string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("drain instance %s: %w", id, ctx.Err())
 	}
+}
+
+// SetWeights sets the dispatch weight of each listed instance of a model, by instance id —
+// INFless's α-band rate (requests per second; §3.2) or any relative capacity. Instances not
+// listed keep theirs; an instance starts at weight 1 when added (also when Sync re-adds a
+// restarted worker). Ids the model does not have (an instance not added yet or already removed:
+// weights race with Sync) are ignored. Every weight must be finite and > 0, else nothing is set.
+//
+// Only the weighted pick uses the weights: with Options.Dispatch
+// dispatch.WeightedLeastOutstandingName each batch goes to the eligible instance with the
+// smallest (outstanding batches + 1) / weight, so instances with enough slots (Model.Slots,
+// Instance.Slots) share the load in proportion to their weights; with one slot each, a busy
+// model's batches go to whichever instance is free and the weights only choose among free ones.
+// least-outstanding (the default) and round-robin ignore the weights.
+func (g *Gateway) SetWeights(model string, w map[string]float64) error {
+	b, err := g.batcher(model)
+	if err != nil {
+		return fmt.Errorf("set weights: %w", err)
+	}
+	ids := make([]string, 0, len(w))
+	for id := range w {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // the first bad weight in id order, for a stable error
+	for _, id := range ids {
+		if v := w[id]; !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("set weights of %s: instance %s: weight must be finite and > 0, got %v", model, id, v)
+		}
+	}
+	own := maps.Clone(w) // the caller may change w once we return
+	if !b.control(func(time.Time) { b.setWeights(own) }) {
+		return ErrShuttingDown
+	}
+	return nil
 }
 
 // Instances returns the ids of a model's instances that take new batches.
