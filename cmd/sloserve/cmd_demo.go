@@ -46,7 +46,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	chaosOn := fs.Bool("chaos", false, "inject faults during the load: kill -9, hang (SIGSTOP) or slow down a random worker (default 3 instances)")
 	chaosEvery := fs.Duration("chaos-every", 3*time.Second, "time between two faults with --chaos")
 	chaosKinds := fs.String("chaos-kinds", "kill,hang,slow", "comma-separated `faults` --chaos chooses from: kill, hang, slow")
-	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), sloserve, mark, target-tracking or knative; with one, the load ramps calm → burst → calm")
+	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), sloserve, mark, target-tracking, knative or infless; with one, the load ramps calm → burst → calm")
 	workerRPS := fs.Float64("worker-rps", 0, "nominal `rate` one worker serves (requests/s) for the controller; 0 = --rps/2")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

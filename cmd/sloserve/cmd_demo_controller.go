@@ -34,6 +34,12 @@ func demoController(cfg *config.Config, m *config.Model, name string, workerRPS 
 	c.MinInstances, c.MaxInstances = 1, max(demoCtlMax, m.Instances)
 	m.InstanceType.RPS = workerRPS
 	m.InstanceType.LaunchDelay = time.Second
+	if name == config.ControllerINFless {
+		// Room for demoCtlMax one-thread instances whatever this machine's cores: INFless places
+		// instances on controller.cluster's servers, whose default is this machine (one server of
+		// its threads), where a 2-core machine holds only two.
+		c.Cluster = config.Cluster{Servers: 2, CPU: demoCtlMax / 2}
+	}
 }
 
 // demoRamp is the load the controller demo drives: calm at rps/4, a burst at 1.5 × rps, calm

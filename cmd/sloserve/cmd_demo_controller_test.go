@@ -64,3 +64,38 @@ func TestDemoControllerScalesUpAndDown(t *testing.T) {
 		t.Errorf("cost_usd = %+v, instance_hours = %v; want both filled", s.CostUSD, s.InstanceHours)
 	}
 }
+
+// TestDemoControllerINFless runs `sloserve demo --controller infless` with real worker processes
+// (bounded: 20 s of load): INFless live — the simulator's INFless policy over the local provider's
+// two demo servers — must place instances for the burst (Alg. 1), release them once the α-band's
+// case (iii) has held for the cool-down, and keep serving.
+func TestDemoControllerINFless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes and drives 20 s of load")
+	}
+	t.Setenv("SLOSERVE_TEST_AS_MAIN", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"demo", "--controller", "infless", "--duration", "20s", "--json"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("demo: %v\n%s", err, errb.String())
+	}
+	var s slo.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v: %s", err, out.String())
+	}
+	peak, end := s.Extra["instances_peak"], s.Extra["instances_end"]
+	if late := s.Extra["client_late_sends"]; s.Requests > 0 && late > 0.5*float64(s.Requests) {
+		t.Skipf("machine starved: %.0f of %d requests sent late; attainment %.4f not a measurement", late, s.Requests, s.SLOAttainment)
+	}
+	t.Logf("attainment %.4f, instances peak %.0f end %.0f, %d requests, latency %+v", s.SLOAttainment, peak, end, s.Requests, s.LatencyMS)
+	if peak < 3 {
+		t.Errorf("instances_peak = %.0f, want ≥ 3 for a burst of 300 rps on workers of 100 rps", peak)
+	}
+	if end >= peak {
+		t.Errorf("instances_end = %.0f, want below the peak %.0f after the burst", end, peak)
+	}
+	if s.SLOAttainment < 0.8 {
+		t.Errorf("slo_attainment = %.4f, want ≥ 0.8 (1.0 on a quiet machine)", s.SLOAttainment)
+	}
+}

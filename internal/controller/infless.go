@@ -50,11 +50,13 @@ type INFless struct {
 }
 
 // INFlessLiveOptions returns the INFless options the live controller runs: DefaultINFlessOptions
-// without lending and spares (see INFless), LSTH on the controller's clock (LiveLSTHConfig(unit))
-// fed per unit.
-func INFlessLiveOptions(unit time.Duration) sim.INFlessOptions {
+// without lending and spares (see INFless), case (iii) held for coolDown before a release
+// (controller.cool_down, whose default 30 s is INFless's 3 inactive ticks of 10 s), LSTH on the
+// controller's clock (LiveLSTHConfig(unit)) fed per unit.
+func INFlessLiveOptions(unit, coolDown time.Duration) sim.INFlessOptions {
 	o := sim.DefaultINFlessOptions()
 	o.Lend, o.Spare = false, false
+	o.ScaleDownAfter = coolDown
 	o.IdleUnit = unit
 	o.KeepAlive = func() (keepalive.Policy, error) { return keepalive.NewLSTH(LiveLSTHConfig(unit)) }
 	return o

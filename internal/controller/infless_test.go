@@ -66,7 +66,7 @@ func TestINFlessScale(t *testing.T) {
 	slo := 100 * time.Millisecond
 	prof := INFlessProfileFromCurve("m", inflessCurve(t), 0)
 	newScaler := func() *INFless {
-		s, err := NewINFless(spec, slo, prof, 5*time.Second, INFlessLiveOptions(5*time.Second))
+		s, err := NewINFless(spec, slo, prof, 5*time.Second, INFlessLiveOptions(5*time.Second, 30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestINFlessScale(t *testing.T) {
 
 func TestNewINFlessErrors(t *testing.T) {
 	prof := profile.INFlessProfile{Model: "m", Points: []profile.INFlessPoint{{CPU: 1, Batch: 1, Latency: time.Millisecond}}}
-	o := INFlessLiveOptions(5 * time.Second)
+	o := INFlessLiveOptions(5*time.Second, 30*time.Second)
 	for _, tc := range []struct {
 		name string
 		f    func() error

@@ -101,7 +101,7 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 		}
 	case config.ControllerINFless:
 		prof := INFlessProfileFromCurve(m.Name, curve, it.MaxBatch)
-		s, err := NewINFless(spec, m.SLO.Spec().Threshold, prof, sim.DefaultRateWindow, INFlessLiveOptions(cfg.Unit))
+		s, err := NewINFless(spec, m.SLO.Spec().Threshold, prof, sim.DefaultRateWindow, INFlessLiveOptions(cfg.Unit, cfg.CoolDown))
 		if err != nil {
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +14,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
@@ -30,8 +33,14 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		if w.ONNXRuntimeLib != "" {
 			args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
 		}
-		return local.New(local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
-			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}, log)
+		lc := local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
+			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
+		if cfg.Controller.Policy == config.ControllerINFless {
+			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
+			cl := cfg.Controller.Cluster
+			lc.Servers = slices.Repeat([]cluster.Resources{{CPU: cl.CPU, GPU: cl.GPU}}, cl.Servers)
+		}
+		return local.New(lc, log)
 	case config.ProviderKubernetes:
 		k := cfg.Provider.Kubernetes
 		client := opts.KubernetesClient
@@ -120,6 +129,13 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 			log.Info("adopting running instances", "model", m.Name, "type", spec.Type, "instances", running)
 		}
 		for range m.Instances - running {
+			if cfg.Controller.Policy == config.ControllerINFless {
+				// INFless sizes and places every instance: the first ones are b = 1 on one
+				// thread (what Alg. 1 picks for a trickle), first fit on the provider's servers.
+				if err := placeFirst(prov, &spec); err != nil {
+					return fmt.Errorf("start workers: %s: %w", m.Name, err)
+				}
+			}
 			in, err := prov.Launch(ctx, spec)
 			if err != nil {
 				return err
@@ -139,6 +155,26 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 		return nil
 	}
 	return waitFleet(ctx, cfg, prov, cfg.Provider.Kubernetes.StartTimeout, readyPoll)
+}
+
+// placeFirst gives spec INFless's smallest configuration — b = 1 on controller.INFlessThreads
+// threads, no GPU — on the first server of prov (a controller.Placer) with room for it.
+func placeFirst(prov provider.Provider, spec *provider.Spec) error {
+	pl, ok := prov.(controller.Placer)
+	if !ok {
+		return errors.New("controller.policy infless: the provider places no instances")
+	}
+	c := pl.Cluster()
+	if c == nil {
+		return errors.New("controller.policy infless: the provider has no servers")
+	}
+	r := cluster.Resources{CPU: controller.INFlessThreads}
+	j, ok := c.FirstFit(r)
+	if !ok {
+		return fmt.Errorf("no server has room for %+v: %w", r, provider.ErrNoRoom)
+	}
+	spec.Resources, spec.Server, spec.MaxBatch = r, j, 1
+	return nil
 }
 
 // readyPoll is how often waitFleet polls a provider's instances (the kubernetes provider reads
