@@ -211,6 +211,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	if *ctlName != config.ControllerNone {
 		fmt.Fprintln(e.stdout, "instances over time (# ready, + launching, - draining):")
 		printTimeline(e.stdout, line, 2)
+		printDecisions(e.stdout, line)
 	}
 	printSummary(e.stdout, s)
 	return nil

@@ -107,3 +107,17 @@ func printTimeline(w io.Writer, line []controller.Point, every int) {
 	}
 	tw.Flush()
 }
+
+// printDecisions prints the controller's reason at every step that launched or terminated
+// instances (with infless: each placement's ⟨b, c, g⟩ and server).
+func printDecisions(w io.Writer, line []controller.Point) {
+	if len(line) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "scaling decisions:")
+	for _, p := range line {
+		if p.Launched > 0 || p.Terminated > 0 {
+			fmt.Fprintf(w, "  %5.1f s  +%d -%d  %s\n", p.At.Sub(line[0].At).Seconds(), p.Launched, p.Terminated, p.Reason)
+		}
+	}
+}

@@ -254,6 +254,10 @@ func (b *batcher) step(now time.Time) {
 	earliest := b.expire(now)
 	var next time.Time
 	for len(b.q) > 0 {
+		if b.ownBatch(now) {
+			earliest = b.earliestDeadline()
+			continue
+		}
 		q := batching.Queue{Len: len(b.q), Oldest: b.q[0].arrival, EarliestDeadline: earliest, Free: b.free(now)}
 		d := b.policy.Decide(q, now)
 		if d.Dispatch > 0 && q.Free == 0 {
@@ -273,7 +277,13 @@ func (b *batcher) step(now time.Time) {
 		earliest = b.earliestDeadline()
 	}
 	b.m.queue.Set(float64(len(b.q)))
-	b.est.maxBatch.Store(int64(b.policy.MaxBatch()))
+	maxBatch := b.policy.MaxBatch()
+	for _, in := range b.insts {
+		if in.MaxWait > 0 && in.usable(now) {
+			maxBatch = max(maxBatch, in.MaxBatch) // an instance batching on its own takes its b
+		}
+	}
+	b.est.maxBatch.Store(int64(maxBatch))
 	slots, busy := 0, 0
 	for _, in := range b.insts {
 		if in.usable(now) {
@@ -286,6 +296,9 @@ func (b *batcher) step(now time.Time) {
 	wake := next
 	if !earliest.IsZero() && (wake.IsZero() || earliest.Before(wake)) {
 		wake = earliest
+	}
+	if own := b.ownWake(now); !own.IsZero() && (wake.IsZero() || own.Before(wake)) {
+		wake = own
 	}
 	for _, in := range b.insts { // an instance coming back from down frees slots
 		if now.Before(in.downUntil) && (wake.IsZero() || in.downUntil.Before(wake)) {
@@ -338,7 +351,7 @@ func (b *batcher) earliestDeadline() time.Time {
 func (b *batcher) free(now time.Time) int {
 	n := 0
 	for _, in := range b.insts {
-		if in.usable(now) && in.outstanding < in.Slots {
+		if in.MaxWait == 0 && in.usable(now) && in.outstanding < in.Slots {
 			n += in.Slots - in.outstanding
 		}
 	}
@@ -346,13 +359,50 @@ func (b *batcher) free(now time.Time) int {
 }
 
 // dispatch sends the oldest n waiting requests (the longest prefix whose tensors can be
-// concatenated) as one batch to the instance the dispatch picker chooses; false means the
-// picker chose none.
+// concatenated) as one batch to the instance the dispatch picker chooses among those the
+// model's policy batches for (no MaxWait of their own); false means the picker chose none.
 func (b *batcher) dispatch(n int, now time.Time) bool {
+	return b.dispatchTo(n, now, func(in *backendInst) bool { return in.MaxWait == 0 })
+}
+
+// ownBatch dispatches one batch to an instance that batches on its own (Instance.MaxWait > 0,
+// INFless's built-in batch queue with b = MaxBatch and timeout t_slo − t_exec) whose batch is
+// due: the queue holds its b, or the oldest request has waited its timeout. Several due
+// instances are chosen among by the dispatch picker (their α-band weights). It returns false
+// when none is due, and otherwise the time the next one falls due is re-evaluated by the caller.
+func (b *batcher) ownBatch(now time.Time) bool {
+	if len(b.q) == 0 {
+		return false
+	}
+	waited := now.Sub(b.q[0].arrival)
+	return b.dispatchTo(len(b.q), now, func(in *backendInst) bool {
+		return in.MaxWait > 0 && (len(b.q) >= max(in.MaxBatch, 1) || waited >= in.MaxWait)
+	})
+}
+
+// ownWake is when the oldest waiting request's wait reaches the batch timeout of a free instance
+// that batches on its own; zero when there is none.
+func (b *batcher) ownWake(now time.Time) time.Time {
+	if len(b.q) == 0 {
+		return time.Time{}
+	}
+	var wake time.Time
+	for _, in := range b.insts {
+		if in.MaxWait > 0 && in.usable(now) && in.outstanding < in.Slots {
+			if t := b.q[0].arrival.Add(in.MaxWait); wake.IsZero() || t.Before(wake) {
+				wake = t
+			}
+		}
+	}
+	return wake
+}
+
+// dispatchTo is dispatch over the instances eligible says may take the batch.
+func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) bool) bool {
 	b.snap = b.snap[:0]
 	for _, in := range b.insts {
 		free := in.Slots - in.outstanding
-		if !in.usable(now) || free < 0 {
+		if !in.usable(now) || free < 0 || !eligible(in) {
 			free = 0
 		}
 		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: in.weight})

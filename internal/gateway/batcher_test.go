@@ -540,3 +540,47 @@ func TestRealPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnBatching: an instance with a MaxWait of its own (INFless's built-in batch queue per
+// instance, placed by controller.INFless) takes its batch of b = MaxBatch from the model's queue
+// when that many wait or the oldest has waited MaxWait — whatever the model's policy would do
+// (here: dispatch every request at once) — and instances with different ⟨b, timeout⟩ batch
+// side by side.
+func TestOwnBatching(t *testing.T) {
+	service := func(n int) time.Duration { return 5*time.Millisecond + time.Duration(n)*time.Millisecond }
+	tests := []struct {
+		name  string
+		insts []Instance
+		n     int
+		want  []answer
+	}{
+		{"a lone request waits the instance's timeout", []Instance{{ID: "i0", Addr: "a0", MaxBatch: 4, MaxWait: 10 * time.Millisecond}}, 1,
+			[]answer{{ID: "r0", Latency: 16 * time.Millisecond, Batch: 1}}},
+		{"b requests leave at once", []Instance{{ID: "i0", Addr: "a0", MaxBatch: 4, MaxWait: 10 * time.Millisecond}}, 4,
+			[]answer{{ID: "r0", Latency: 9 * time.Millisecond, Batch: 4}, {ID: "r1", Latency: 9 * time.Millisecond, Batch: 4},
+				{ID: "r2", Latency: 9 * time.Millisecond, Batch: 4}, {ID: "r3", Latency: 9 * time.Millisecond, Batch: 4}}},
+		{"non-uniform: b = 1 takes the first, b = 2 the next two", []Instance{
+			{ID: "i0", Addr: "a0", MaxBatch: 2, MaxWait: 10 * time.Millisecond}, {ID: "i1", Addr: "a1", MaxBatch: 1, MaxWait: 10 * time.Millisecond}}, 3,
+			[]answer{{ID: "r0", Latency: 6 * time.Millisecond, Batch: 1}, {ID: "r1", Latency: 7 * time.Millisecond, Batch: 2}, {ID: "r2", Latency: 7 * time.Millisecond, Batch: 2}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fb := &fakeBackend{service: service}
+				g := newTestGateway(t, fb, &fixedPolicy{max: 1, wait: 0}, time.Second, 16, 0)
+				for _, in := range tc.insts {
+					if err := g.AddInstance(context.Background(), "m", in); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got := fire(g, tc.n, 0)()
+				if diff := diff(tc.want, got); diff != "" {
+					t.Errorf("answers (-want +got):\n%s", diff)
+				}
+				if _, err := g.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}

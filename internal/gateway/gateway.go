@@ -69,6 +69,11 @@ type Instance struct {
 	// per-type N_batch): the batcher never sends it more requests at once; 0 means no bound
 	// beyond the model's policy.
 	MaxBatch int
+	// MaxWait, when > 0, makes the instance batch on its own (INFless's built-in batch queue per
+	// instance): it takes a batch of up to MaxBatch (at least 1) from the model's queue as soon as
+	// the queue holds that many or the oldest request has waited MaxWait (INFless: t_slo − t_exec),
+	// and the model's batching policy sends it nothing. 0: the model's policy decides its batches.
+	MaxWait time.Duration
 }
 
 // Gateway routes inference requests to per-model batchers. It is safe for concurrent use.

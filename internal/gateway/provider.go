@@ -132,7 +132,7 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 			if cfg.Controller.Policy == config.ControllerINFless {
 				// INFless sizes and places every instance: the first ones are b = 1 on one
 				// thread (what Alg. 1 picks for a trickle), first fit on the provider's servers.
-				if err := placeFirst(prov, &spec); err != nil {
+				if err := placeFirst(prov, &spec, m.SLO.Spec().Threshold); err != nil {
 					return fmt.Errorf("start workers: %s: %w", m.Name, err)
 				}
 			}
@@ -158,8 +158,9 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 }
 
 // placeFirst gives spec INFless's smallest configuration — b = 1 on controller.INFlessThreads
-// threads, no GPU — on the first server of prov (a controller.Placer) with room for it.
-func placeFirst(prov provider.Provider, spec *provider.Spec) error {
+// threads, no GPU — on the first server of prov (a controller.Placer) with room for it. Its
+// batch timeout is the SLO threshold: a b = 1 instance takes each request at once anyway.
+func placeFirst(prov provider.Provider, spec *provider.Spec, slo time.Duration) error {
 	pl, ok := prov.(controller.Placer)
 	if !ok {
 		return errors.New("controller.policy infless: the provider places no instances")
@@ -173,7 +174,7 @@ func placeFirst(prov provider.Provider, spec *provider.Spec) error {
 	if !ok {
 		return fmt.Errorf("no server has room for %+v: %w", r, provider.ErrNoRoom)
 	}
-	spec.Resources, spec.Server, spec.MaxBatch = r, j, 1
+	spec.Resources, spec.Server, spec.MaxBatch, spec.MaxWait = r, j, 1, slo
 	return nil
 }
 

@@ -48,7 +48,14 @@ func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
 			b.control(func(time.Time) { b.drainInstance(in.ID) })
 		}
 		for id, pi := range w {
-			if err := g.AddInstance(ctx, model, Instance{ID: id, Addr: pi.Addr, MaxBatch: pi.Spec.MaxBatch}); err != nil {
+			in := Instance{ID: id, Addr: pi.Addr, MaxBatch: pi.Spec.MaxBatch}
+			if !pi.Spec.Resources.IsZero() {
+				// Placed by INFless (controller.INFless): the instance batches on its own, b =
+				// MaxBatch with timeout t_slo − t_exec. MArk's specs carry a W_batch too, but its
+				// instances share the model queue's policy, as before.
+				in.MaxWait = pi.Spec.MaxWait
+			}
+			if err := g.AddInstance(ctx, model, in); err != nil {
 				errs = append(errs, err)
 			}
 		}
