@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/provider"
 )
 
 // TestStartControllerAndMounts starts the stack with controller mark and no configured rate:
@@ -185,5 +187,130 @@ func TestStartSloserveScalesToZero(t *testing.T) {
 	}
 	if !strings.HasPrefix(first, "sloserve: ") || first == controller.ReasonPreWarm {
 		t.Errorf("first launch after the release: reason %q, want a cold start for the waiting request; reasons: %v", first, reasons())
+	}
+}
+
+// TestStartINFlessPlacesOnServers runs INFless live (controller.policy infless) over worker
+// processes: every instance is placed with a ⟨b, c, g⟩ on one of controller.cluster's servers, the
+// local provider's accounting matches what runs and never exceeds a server, a burst is covered by
+// Alg. 1's launches, and the surplus is released after the cool-down once the burst ends.
+func TestStartINFlessPlacesOnServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes and drives 3 s of load")
+	}
+	m := config.DefaultModel("m")
+	m.InstanceType.RPS = 100 // nominal: the burst needs several workers
+	m.InstanceType.LaunchDelay = 300 * time.Millisecond
+	cfg := localStackConfig(m)
+	c := &cfg.Controller
+	c.Policy = config.ControllerINFless
+	c.SampleInterval, c.Unit, c.CoolDown = 100*time.Millisecond, 500*time.Millisecond, time.Second
+	c.MinInstances, c.MaxInstances = 0, 6
+	c.Cluster = config.Cluster{Servers: 2, CPU: 3}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	pl, ok := st.Provider.(controller.Placer)
+	if !ok || pl.Cluster() == nil {
+		t.Fatalf("provider %T places no instances", st.Provider)
+	}
+	// check verifies every live instance's placement against the provider's accounting and
+	// returns how many there are.
+	check := func() int {
+		t.Helper()
+		insts, err := st.Provider.Instances(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perServer := map[int]int{}
+		n := 0
+		for _, in := range insts {
+			if in.State != provider.StateLaunching && in.State != provider.StateReady {
+				continue
+			}
+			n++
+			sp := in.Spec
+			if sp.Resources != (cluster.Resources{CPU: controller.INFlessThreads}) || sp.Server < 0 || sp.Server > 1 || sp.MaxBatch < 1 || sp.MaxWait <= 0 {
+				t.Errorf("instance %s: spec %+v, want ⟨b ≥ 1, 1 thread⟩ on server 0 or 1 with a batch timeout", in.ID, sp)
+			}
+			perServer[sp.Server]++
+		}
+		cl := pl.Cluster()
+		for j := range cl.Len() {
+			if cl.Used(j).CPU < perServer[j] || cl.Used(j).CPU > cl.Capacity(j).CPU {
+				t.Errorf("server %d: %d threads accounted for %d live instances (capacity %d)", j, cl.Used(j).CPU, perServer[j], cl.Capacity(j).CPU)
+			}
+		}
+		return n
+	}
+	if n := check(); n != 1 {
+		t.Fatalf("%d instances at start, want the configured 1", n)
+	}
+	// 3 s at ~300 rps from 30 clients.
+	var sent, okN, peak int
+	done := make(chan struct{})
+	results := make(chan bool, 1024)
+	loadCtx, stopLoad := context.WithTimeout(ctx, 3*time.Second)
+	defer stopLoad()
+	for range 30 {
+		go func() {
+			for i := 0; loadCtx.Err() == nil; i++ {
+				resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("x", 1, "")))
+				okk := err == nil && resp.StatusCode == http.StatusOK
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				results <- okk
+				time.Sleep(100 * time.Millisecond)
+			}
+			done <- struct{}{}
+		}()
+	}
+	for finished := 0; finished < 30; {
+		select {
+		case r := <-results:
+			sent++
+			if r {
+				okN++
+			}
+		case <-done:
+			finished++
+		case <-time.After(200 * time.Millisecond):
+			peak = max(peak, check())
+		}
+	}
+	for len(results) > 0 {
+		if <-results {
+			okN++
+		}
+		sent++
+	}
+	peak = max(peak, check())
+	t.Logf("load: %d requests, %d answered 200; peak %d instances", sent, okN, peak)
+	if peak < 3 {
+		t.Errorf("peak %d instances for ~300 rps on workers of 100 rps nominal, want ≥ 3", peak)
+	}
+	if okN < sent*9/10 {
+		t.Errorf("%d of %d requests answered 200, want ≥ 90 %%", okN, sent)
+	}
+	placed := false
+	for _, p := range st.Controller.Timeline("m") {
+		placed = placed || strings.Contains(p.Reason, "infless: ") && strings.Contains(p.Reason, "Alg. 1 places")
+	}
+	if !placed {
+		t.Error("no Alg. 1 placement in the controller's reasons")
+	}
+	// Idle after the burst: case (iii) held for the 1 s cool-down releases the surplus.
+	for check() >= peak {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("still %d instances after the load stopped", check())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
