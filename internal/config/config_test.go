@@ -134,3 +134,19 @@ func TestDecodeControllerPartial(t *testing.T) {
 		t.Errorf("instance_type (-want +got):\n- %+v\n+ %+v", wantT, got)
 	}
 }
+
+// TestLoadINFlessExample: examples/serve-infless.yaml decodes to the infless policy on two
+// servers of four threads, with the defaults it does not set.
+func TestLoadINFlessExample(t *testing.T) {
+	c, err := Load("../../examples/serve-infless.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := c.Controller
+	if ctl.Policy != ControllerINFless || ctl.Cluster != (Cluster{Servers: 2, CPU: 4}) || ctl.CoolDown != 30*time.Second || ctl.MinInstances != 0 || len(c.Models) != 2 {
+		t.Errorf("controller %+v, %d models; want infless on 2 × 4 threads, cool-down 30 s, min 0, 2 models", ctl, len(c.Models))
+	}
+	if c.Gateway.Dispatch != "weighted-least-outstanding" {
+		t.Errorf("gateway.dispatch %q, want weighted-least-outstanding", c.Gateway.Dispatch)
+	}
+}

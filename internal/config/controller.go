@@ -67,7 +67,7 @@ const (
 // Controller configures the control loop that sizes each model's fleet.
 type Controller struct {
 	// Policy is the scaler: sloserve (the default: MArk's planner + LSTH keep-alive), none (static
-	// count), mark, target-tracking or knative.
+	// count), mark, target-tracking, knative or infless (INFless live on controller.cluster).
 	Policy string `yaml:"policy"`
 	// SampleInterval is the loop's period and MArk's P_s (duration).
 	SampleInterval time.Duration `yaml:"sample_interval"`
@@ -89,9 +89,9 @@ type Controller struct {
 	Forecaster string `yaml:"forecaster"`
 	// SLOWindow is M of MArk's SLO monitor (requests).
 	SLOWindow int `yaml:"slo_window"`
-	// MinInstances and MaxInstances bound each model's fleet (instances). Only sloserve goes
-	// below one instance, when min_instances is 0 and LSTH's keep-alive windows have passed; the
-	// other autoscalers keep at least one.
+	// MinInstances and MaxInstances bound each model's fleet (instances). Only sloserve and
+	// infless go below one instance, when min_instances is 0 and LSTH's keep-alive windows have
+	// passed; the other autoscalers keep at least one.
 	MinInstances int `yaml:"min_instances"`
 	MaxInstances int `yaml:"max_instances"`
 	// BatchBudget is the fraction of the SLO threshold given to batching when MArk tunes an
@@ -106,23 +106,31 @@ type Controller struct {
 type Cluster struct {
 	// Servers is the number of servers (servers).
 	Servers int `yaml:"servers"`
-	// CPU is each server's CPU threads (threads); a local worker runs with its instance's
-	// threads as onnxruntime intra-op threads.
+	// CPU is each server's CPU threads (threads; 0 = this machine's, runtime.NumCPU); a local
+	// worker runs with its instance's threads as onnxruntime intra-op threads.
 	CPU int `yaml:"cpu"`
 	// GPU is each server's GPU SM share (percent; 100 = one GPU). 0: CPU only, as on a machine
 	// without a GPU.
 	GPU int `yaml:"gpu"`
 }
 
-// DefaultCluster is one server with this machine's threads and no GPU.
-func DefaultCluster() Cluster { return Cluster{Servers: 1, CPU: runtime.NumCPU()} }
+// DefaultCluster is one server with this machine's threads (CPU 0) and no GPU.
+func DefaultCluster() Cluster { return Cluster{Servers: 1} }
+
+// Threads returns CPU, or this machine's threads when CPU is 0.
+func (c Cluster) Threads() int {
+	if c.CPU == 0 {
+		return runtime.NumCPU()
+	}
+	return c.CPU
+}
 
 func (c Cluster) validate() error {
 	switch {
 	case c.Servers < 1 || c.Servers > 10000:
 		return fmt.Errorf("controller.cluster.servers: must be in [1, 10000], got %d", c.Servers)
-	case c.CPU < 1 || c.CPU > 4096:
-		return fmt.Errorf("controller.cluster.cpu: must be in [1, 4096], got %d", c.CPU)
+	case c.CPU < 0 || c.CPU > 4096:
+		return fmt.Errorf("controller.cluster.cpu: must be in [0, 4096] (0: this machine's threads), got %d", c.CPU)
 	case c.GPU < 0 || c.GPU > 1600:
 		return fmt.Errorf("controller.cluster.gpu: must be in [0, 1600], got %d", c.GPU)
 	}

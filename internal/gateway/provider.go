@@ -38,7 +38,7 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		if cfg.Controller.Policy == config.ControllerINFless {
 			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
 			cl := cfg.Controller.Cluster
-			lc.Servers = slices.Repeat([]cluster.Resources{{CPU: cl.CPU, GPU: cl.GPU}}, cl.Servers)
+			lc.Servers = slices.Repeat([]cluster.Resources{{CPU: cl.Threads(), GPU: cl.GPU}}, cl.Servers)
 		}
 		return local.New(lc, log)
 	case config.ProviderKubernetes:
