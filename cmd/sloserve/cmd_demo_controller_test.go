@@ -29,24 +29,8 @@ func TestDemoControllerScalesUpAndDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes and drives 30 s of load")
 	}
-	t.Setenv("SLOSERVE_TEST_AS_MAIN", "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	if err := run(ctx, []string{"demo", "--controller", "mark", "--duration", "30s", "--json"}, strings.NewReader(""), &out, &errb); err != nil {
-		t.Fatalf("demo: %v\n%s", err, errb.String())
-	}
-	var s slo.Summary
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		t.Fatalf("summary: %v: %s", err, out.String())
-	}
+	s := runDemoController(t, "mark", 30*time.Second, 55*time.Second)
 	peak, end := s.Extra["instances_peak"], s.Extra["instances_end"]
-	if late := s.Extra["client_late_sends"]; s.Requests > 0 && late > 0.5*float64(s.Requests) {
-		// More than half the requests left the generator over 1 ms late: the machine is too
-		// starved to run the load it is asked to measure (seen at load average 28 on 2 cores),
-		// so neither the scaling nor the attainment says anything about the controller.
-		t.Skipf("machine starved: %.0f of %d requests sent late; attainment %.4f not a measurement", late, s.Requests, s.SLOAttainment)
-	}
 	t.Logf("attainment %.4f, instances peak %.0f end %.0f, cost $%.6f, %d requests, latency %+v, extra %v", s.SLOAttainment, peak, end, s.CostUSD.Total, s.Requests, s.LatencyMS, s.Extra)
 	if peak < 3 {
 		t.Errorf("instances_peak = %.0f, want ≥ 3 for a burst of 300 rps on workers of 100 rps", peak)
@@ -73,21 +57,8 @@ func TestDemoControllerINFless(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes and drives 20 s of load")
 	}
-	t.Setenv("SLOSERVE_TEST_AS_MAIN", "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	if err := run(ctx, []string{"demo", "--controller", "infless", "--duration", "20s", "--json"}, strings.NewReader(""), &out, &errb); err != nil {
-		t.Fatalf("demo: %v\n%s", err, errb.String())
-	}
-	var s slo.Summary
-	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
-		t.Fatalf("summary: %v: %s", err, out.String())
-	}
+	s := runDemoController(t, "infless", 20*time.Second, 50*time.Second)
 	peak, end := s.Extra["instances_peak"], s.Extra["instances_end"]
-	if late := s.Extra["client_late_sends"]; s.Requests > 0 && late > 0.5*float64(s.Requests) {
-		t.Skipf("machine starved: %.0f of %d requests sent late; attainment %.4f not a measurement", late, s.Requests, s.SLOAttainment)
-	}
 	t.Logf("attainment %.4f, instances peak %.0f end %.0f, %d requests, latency %+v", s.SLOAttainment, peak, end, s.Requests, s.LatencyMS)
 	if peak < 3 {
 		t.Errorf("instances_peak = %.0f, want ≥ 3 for a burst of 300 rps on workers of 100 rps", peak)
@@ -107,4 +78,29 @@ func TestDemoControllerINFless(t *testing.T) {
 	case s.SLOAttainment < 0.8:
 		t.Errorf("slo_attainment = %.4f, want ≥ 0.8 (1.0 on a quiet machine)", s.SLOAttainment)
 	}
+}
+
+// runDemoController runs `sloserve demo --controller name --duration load --json` with the test
+// binary as the worker processes, within limit, and returns its Summary; it skips the test when
+// the machine was too starved to send the load.
+func runDemoController(t *testing.T, name string, load, limit time.Duration) slo.Summary {
+	t.Helper()
+	t.Setenv("SLOSERVE_TEST_AS_MAIN", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"demo", "--controller", name, "--duration", load.String(), "--json"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("demo: %v\n%s", err, errb.String())
+	}
+	var s slo.Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v: %s", err, out.String())
+	}
+	if late := s.Extra["client_late_sends"]; s.Requests > 0 && late > 0.5*float64(s.Requests) {
+		// More than half the requests left the generator over 1 ms late: the machine is too
+		// starved to run the load it is asked to measure (seen at load average 28 on 2 cores),
+		// so neither the scaling nor the attainment says anything about the controller.
+		t.Skipf("machine starved: %.0f of %d requests sent late; attainment %.4f not a measurement", late, s.Requests, s.SLOAttainment)
+	}
+	return s
 }

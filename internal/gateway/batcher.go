@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -375,9 +376,15 @@ func (b *batcher) ownBatch(now time.Time) bool {
 		return false
 	}
 	waited := now.Sub(b.q[0].arrival)
-	return b.dispatchTo(len(b.q), now, func(in *backendInst) bool {
+	due := func(in *backendInst) bool {
 		return in.MaxWait > 0 && (len(b.q) >= max(in.MaxBatch, 1) || waited >= in.MaxWait)
-	})
+	}
+	// A plain scan first: on the request path of a model without such instances (every policy
+	// but infless) this is all it costs — no picker snapshot.
+	if !slices.ContainsFunc(b.insts, due) {
+		return false
+	}
+	return b.dispatchTo(len(b.q), now, due)
 }
 
 // ownWake is when the oldest waiting request's wait reaches the batch timeout of a free instance

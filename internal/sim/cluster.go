@@ -618,14 +618,7 @@ func (e *cEngine) preempt(i int) error {
 	if err := e.cl.Release(in.Server, in.res); err != nil {
 		return err
 	}
-	for k, id := range fn.live {
-		if id == i {
-			fn.live = append(fn.live[:k], fn.live[k+1:]...)
-			break
-		}
-	}
-	e.nLive--
-	e.reweigh()
+	e.unlive(i)
 	for _, a := range back {
 		if j := e.pick(fn); j >= 0 {
 			e.enqueue(j, a)
@@ -646,12 +639,15 @@ func (e *cEngine) maybeEnd(i int) {
 	if err := e.cl.Release(in.Server, in.Resources); err != nil {
 		panic(fmt.Sprintf("sim cluster: %v", err)) // the engine's own accounting is broken
 	}
-	fn := e.fns[in.Function]
-	for k, id := range fn.live {
-		if id == i {
-			fn.live = append(fn.live[:k], fn.live[k+1:]...)
-			break
-		}
+	e.unlive(i)
+}
+
+// unlive takes an ended instance i, whose resources are already released, out of its function's
+// live instances and the run's accounting.
+func (e *cEngine) unlive(i int) {
+	fn := e.fns[e.insts[i].Function]
+	if k := slices.Index(fn.live, i); k >= 0 {
+		fn.live = slices.Delete(fn.live, k, k+1)
 	}
 	e.nLive--
 	e.reweigh()

@@ -349,10 +349,7 @@ func withoutSpares(v ClusterView) (ClusterView, [][]InstanceView, error) {
 // its own instances and its spares as dispatch weights (the scaling case stays the one computed
 // without them). It returns the spares that stay, for lending.
 func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][]InstanceView, rates []float64) []InstanceView {
-	released := make(map[int]bool, len(d.Release))
-	for _, id := range d.Release {
-		released[id] = true
-	}
+	released := idSet(d.Release)
 	host := map[int]bool{}
 	core := make([]float64, len(v.Functions))
 	for i, fv := range v.Functions {
@@ -376,7 +373,6 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 			}
 		}
 	}
-	var kept []InstanceView
 	keptBy := make([][]InstanceView, len(v.Functions))
 	spareCap := make([]float64, len(v.Functions))
 	for i := range v.Functions {
@@ -396,7 +392,6 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 				continue
 			}
 			spareCap[i] += up
-			kept = append(kept, in)
 			keptBy[i] = append(keptBy[i], in)
 		}
 	}
@@ -444,7 +439,16 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 			d.Weights[in.ID] = split.Rates[k]
 		}
 	}
-	return kept
+	return slices.Concat(keptBy...)
+}
+
+// idSet is ids as a set (the instances a decision releases).
+func idSet(ids []int) map[int]bool {
+	m := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }
 
 // lent is what instance in holds beyond its launch configuration.
@@ -461,10 +465,7 @@ func lent(in InstanceView) cluster.Resources {
 // dispatch rates this step).
 func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView, spares []InstanceView) {
 	d.Lend = map[int]cluster.Resources{}
-	released := make(map[int]bool, len(d.Release))
-	for _, id := range d.Release {
-		released[id] = true
-	}
+	released := idSet(d.Release)
 	lenders, ids := map[int][]infless.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
 	var stay []InstanceView // the functions' own instances in order, then the spares kept
@@ -514,10 +515,7 @@ func (p *inflessCluster) release(v ClusterView, fv FunctionView, bounds []infles
 // no move is in flight and nothing was launched this step, starts infless.Defragment's next moves:
 // it launches each moved instance's configuration on its target (allocating on v.Cluster).
 func (p *inflessCluster) defragmentStep(d *ClusterDecision, v ClusterView, now time.Time) {
-	released := make(map[int]bool, len(d.Release))
-	for _, id := range d.Release {
-		released[id] = true
-	}
+	released := idSet(d.Release)
 	live := map[int]InstanceView{}
 	fnOf := map[int]int{}
 	for fi, fv := range v.Functions {
