@@ -113,6 +113,13 @@ type Model struct {
 	// QueueLimit is the largest number of requests waiting for dispatch (requests); beyond it
 	// requests are refused with 429.
 	QueueLimit int `yaml:"queue_limit"`
+	// MaxRows is the most rows one request may carry (rows); more is refused with 400. 0 means
+	// no bound beyond gateway.max_body_bytes.
+	MaxRows int64 `yaml:"max_rows"`
+	// MaxBatchBytes is the most tensor data one batch sends to a worker (bytes): a batch closes
+	// before a request that would take it past this, and a larger request goes alone. 0 means
+	// 16 MiB (a quarter of the workers' default body limit).
+	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
 	// Batching selects the batching policy and its parameters; its slo is filled from SLO.
 	Batching batching.Config `yaml:"batching"`
 	// InstanceType is what the model's workers run as: name, price, capacity, per-instance batch.
@@ -268,6 +275,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.slots: must be ≥ 1, got %d", p, m.Slots)
 		case m.QueueLimit < 1:
 			return fmt.Errorf("%s.queue_limit: must be ≥ 1, got %d", p, m.QueueLimit)
+		case m.MaxRows < 0:
+			return fmt.Errorf("%s.max_rows: must be ≥ 0, got %d", p, m.MaxRows)
+		case m.MaxBatchBytes < 0:
+			return fmt.Errorf("%s.max_batch_bytes: must be ≥ 0, got %d", p, m.MaxBatchBytes)
 		}
 		seen[m.Name] = true
 		if err := m.InstanceType.validate(p); err != nil {

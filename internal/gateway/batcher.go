@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ import (
 type call struct {
 	ctx      context.Context
 	req      *oip.InferenceRequest
-	raw      []byte // the request's original JSON body, or nil
+	rows     int64 // the request's rows (its first dimension)
+	bytes    int64 // the request's tensor data, in bytes (oip.RequestBytes)
 	arrival  time.Time
 	deadline time.Time
 	done     chan result // buffered (1): the batcher never blocks on a departed client
@@ -76,6 +78,8 @@ type backendInst struct {
 	// downUntil is set when the instance could not be reached: it takes no batch before then
 	// (a crashed worker, until the provider restarts it and Sync replaces it).
 	downUntil time.Time
+	// flights are the batches in flight on the instance, for the admission estimate.
+	flights []*flight
 }
 
 // usable reports whether the instance may take new batches at now.
@@ -87,6 +91,8 @@ func (in *backendInst) usable(now time.Time) bool {
 type flight struct {
 	inst       *backendInst
 	calls      []*call
+	rows       int64         // rows of the batch
+	expect     time.Duration // its estimated round trip at dispatch (BatchCost.Of(rows))
 	dispatched time.Time
 	completed  time.Time
 	failed     bool
@@ -95,6 +101,7 @@ type flight struct {
 	retry    bool
 	canRetry bool
 	hung     bool  // the instance did not answer the last attempt in time (no retry left)
+	alive    bool  // after a timeout, the instance still answered its health check: not benched
 	err      error // the answer for every request when a retry is not possible
 }
 
@@ -111,15 +118,17 @@ const (
 // prometheus storage/remote/queue_manager.go's runShard, with the decisions delegated to a
 // batching.Policy (Decide on arrival, completion and timer; Observe on completion).
 type batcher struct {
-	g      *Gateway
-	name   string
-	spec   slo.Spec
-	policy batching.Policy
-	limit  int
-	slots  int
-	m      *modelMetrics
-	picker dispatch.Picker
-	md     atomic.Pointer[oip.ModelMetadata]
+	g       *Gateway
+	name    string
+	spec    slo.Spec
+	policy  batching.Policy
+	limit   int
+	slots   int
+	bytes   int64 // the largest batch, in tensor bytes (Model.MaxBatchBytes)
+	maxRows int64 // the most rows of one request (Model.MaxRows); 0: no bound
+	m       *modelMetrics
+	picker  dispatch.Picker
+	md      atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
 	est                 estimator    // batch time, max batch and slots, for admission and timeouts
@@ -149,6 +158,7 @@ type batcher struct {
 func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 	b := &batcher{
 		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: picker,
+		bytes: m.MaxBatchBytes, maxRows: m.MaxRows,
 		m:           g.metrics.forModel(m.Name),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),
@@ -167,23 +177,35 @@ func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 	return b
 }
 
-// submit queues req and waits for its answer (or for ctx to end). The request's deadline is
-// arrival + timeout.
-func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, raw []byte, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
-	c := &call{ctx: ctx, req: req, raw: raw, arrival: arrival, deadline: arrival.Add(timeout),
+// enter counts a call into the queue's totals; leave takes it out.
+func (b *batcher) enter(c *call) int64 {
+	b.est.rows.Add(c.rows)
+	return b.queued.Add(1)
+}
+
+func (b *batcher) leave(c *call) {
+	b.queued.Add(-1)
+	b.est.rows.Add(-c.rows)
+}
+
+// submit queues req (rows rows, bytes bytes of tensor data) and waits for its answer (or for
+// ctx to end). The request's deadline is arrival + timeout.
+func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, rows, bytes int64, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
+	c := &call{ctx: ctx, req: req, rows: max(rows, 1), bytes: bytes, arrival: arrival, deadline: arrival.Add(timeout),
 		done: make(chan result, 1), lead: make(chan *flight, 1)}
-	if b.queued.Add(1) > int64(b.limit) {
-		b.queued.Add(-1)
+	if b.enter(c) > int64(b.limit) {
+		b.leave(c)
 		return nil, ErrQueueFull
 	}
-	if a := Admit(b.est.facts(int(b.queued.Load())), c.deadline, time.Now()); !a.Admit {
-		b.queued.Add(-1)
+	now := time.Now()
+	if a := Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now); !a.Admit && !b.est.probe(now) {
+		b.leave(c)
 		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, a.RetryAfter)
 	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
-		b.queued.Add(-1)
+		b.leave(c)
 		return nil, ErrShuttingDown
 	}
 	b.in <- c // never blocks: queued ≤ limit = cap(in)
@@ -285,15 +307,20 @@ func (b *batcher) step(now time.Time) {
 		}
 	}
 	b.est.maxBatch.Store(int64(maxBatch))
-	slots, busy := 0, 0
+	slots, busy, left := 0, 0, time.Duration(0)
 	for _, in := range b.insts {
 		if in.usable(now) {
 			slots += in.Slots
 			busy += in.outstanding
+			for _, f := range in.flights {
+				left += max(f.dispatched.Add(f.expect).Sub(now), 0)
+			}
 		}
 	}
 	b.est.slots.Store(int64(slots))
 	b.est.busy.Store(int64(busy))
+	b.est.busyLeft.Store(int64(left))
+	b.est.busyAt.Store(now.UnixNano())
 	wake := next
 	if !earliest.IsZero() && (wake.IsZero() || earliest.Before(wake)) {
 		wake = earliest
@@ -322,10 +349,10 @@ func (b *batcher) expire(now time.Time) time.Time {
 		switch {
 		case !now.Before(c.deadline):
 			c.done <- result{err: fmt.Errorf("%w: waited %v", ErrDeadline, now.Sub(c.arrival))}
-			b.queued.Add(-1)
+			b.leave(c)
 		case c.ctx.Err() != nil:
 			c.done <- result{err: c.ctx.Err()} // ends a goroutine waiting to lead; never read otherwise
-			b.queued.Add(-1)
+			b.leave(c)
 		default:
 			kept = append(kept, c)
 			if earliest.IsZero() || c.deadline.Before(earliest) {
@@ -423,8 +450,11 @@ func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) b
 		n = min(n, inst.MaxBatch) // the instance's own N_batch (INFless non-uniform batching)
 	}
 	first := b.q[0].req
-	take := 1
-	for take < n && compatible(b.q[take].req, first) {
+	take, size := 1, b.q[0].bytes
+	// The batch closes before a request that does not concatenate with the first, or that would
+	// take it past the largest batch the instance accepts (a large request goes alone).
+	for take < n && compatible(b.q[take].req, first) && (b.bytes <= 0 || size+b.q[take].bytes <= b.bytes) {
+		size += b.q[take].bytes
 		take++
 	}
 	calls := make([]*call, take)
@@ -432,16 +462,24 @@ func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) b
 	rest := copy(b.q, b.q[take:])
 	clear(b.q[rest:])
 	b.q = b.q[:rest]
-	b.queued.Add(-int64(take))
+	var rows int64
+	for _, c := range calls {
+		b.leave(c)
+		rows += c.rows
+	}
 	inst.outstanding++
 	b.m.batchSize.Observe(float64(take))
 	b.batches.Add(1)
 	b.dispatched.Add(int64(take))
-	f := &flight{inst: inst, calls: calls, dispatched: now, canRetry: true}
+	// A first attempt may give up early (attemptTimeout) only when another instance could take
+	// the retry; on a model's only usable instance the one attempt runs to the deadline.
+	other := slices.ContainsFunc(b.insts, func(x *backendInst) bool { return x != inst && x.usable(now) })
+	f := &flight{inst: inst, calls: calls, rows: rows, expect: b.est.cost().Of(rows), dispatched: now, canRetry: other}
 	for _, c := range calls {
 		c.tries++
 		f.canRetry = f.canRetry && c.tries < maxTries
 	}
+	inst.flights = append(inst.flights, f)
 	b.flights.Add(1)
 	if lead := calls[0]; lead.state.CompareAndSwap(callWaiting, callLeading) {
 		lead.lead <- f // never blocks: one batch per call, buffer 1
@@ -461,19 +499,9 @@ func (b *batcher) send(f *flight) {
 	for i, c := range f.calls {
 		reqs[i] = c.req
 	}
-	limit := attemptTimeout(f.canRetry, time.Duration(b.est.batchTime.Load()), b.spec.Threshold, b.g.timeout,
-		latestDeadline(f.calls), f.dispatched)
+	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.g.timeout, latestDeadline(f.calls), f.dispatched)
 	ctx, cancel := context.WithTimeout(b.ctx, limit)
-	var resps []*oip.InferenceResponse
-	var err error
-	if rb, ok := b.g.backend.(RawBackend); ok && n == 1 && f.calls[0].raw != nil {
-		var r *oip.InferenceResponse
-		if r, err = rb.InferRaw(ctx, f.inst.Addr, b.name, f.calls[0].raw); err == nil {
-			resps = []*oip.InferenceResponse{r}
-		}
-	} else {
-		resps, err = b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
-	}
+	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
 	f.completed = time.Now()
@@ -481,7 +509,9 @@ func (b *batcher) send(f *flight) {
 		err = &BadGatewayError{Msg: fmt.Sprintf("%d answers for a batch of %d", len(resps), n)}
 	}
 	if hung {
-		// A hung or very slow instance: retried like an unreachable one, or answered 504.
+		// A hung or very slow instance: retried like an unreachable one, or answered 504. It
+		// is benched only when it also fails a health check (a slow batch is not a hung worker).
+		f.alive = b.alive(f.inst.Addr)
 		err = fmt.Errorf("%w (instance %s, %v)", ErrBatchTimeout, f.inst.ID, limit)
 		if f.canRetry {
 			f.retry, f.failed, f.err = true, true, err
@@ -497,6 +527,14 @@ func (b *batcher) send(f *flight) {
 		b.completions <- f
 		return
 	}
+	if err != nil && n > 1 && clientError(err) && b.ctx.Err() == nil {
+		// The instance refused the merged batch: one request may be at fault. Each is sent
+		// alone, so that only the offender gets the error.
+		f.failed = true
+		b.sendEach(f, limit)
+		b.completions <- f
+		return
+	}
 	if err != nil && !hung {
 		err = backendError(err, n)
 	}
@@ -509,6 +547,50 @@ func (b *batcher) send(f *flight) {
 		c.done <- result{resp: annotate(resps[i], n)}
 	}
 	b.completions <- f
+}
+
+// sendEach answers each request of f with its own batch of one, concurrently, on the same
+// instance, each bounded by limit.
+func (b *batcher) sendEach(f *flight, limit time.Duration) {
+	var wg sync.WaitGroup
+	for _, c := range f.calls {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(b.ctx, limit)
+			defer cancel()
+			resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, []*oip.InferenceRequest{c.req})
+			switch {
+			case err != nil:
+				c.done <- result{err: backendError(err, 1)}
+			case len(resps) != 1:
+				c.done <- result{err: &BadGatewayError{Msg: fmt.Sprintf("%d answers for a batch of 1", len(resps))}}
+			default:
+				c.done <- result{resp: annotate(resps[0], 1)}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// clientError reports whether err is an instance's 4xx answer other than 429 (overloaded): the
+// batch's content was refused.
+func clientError(err error) bool {
+	var se *oip.StatusError
+	return errors.As(err, &se) && se.Code >= 400 && se.Code < 500 && se.Code != http.StatusTooManyRequests
+}
+
+// healthTimeout bounds the health check of an instance that did not answer a batch in time.
+const healthTimeout = 250 * time.Millisecond
+
+// alive reports whether the instance at addr answers a health check within healthTimeout; a
+// backend that cannot check (no Checker) reports false, which benches the instance as before.
+func (b *batcher) alive(addr string) bool {
+	hc, ok := b.g.backend.(Checker)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, healthTimeout)
+	defer cancel()
+	return hc.Ready(ctx, addr) == nil
 }
 
 // ParamBatchSize is the response parameter in which the gateway reports how many requests were
@@ -532,10 +614,14 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
 func (b *batcher) complete(f *flight) {
 	f.inst.outstanding--
-	if !f.failed {
-		b.est.observe(f.completed.Sub(f.dispatched))
+	if i := slices.Index(f.inst.flights, f); i >= 0 {
+		f.inst.flights = slices.Delete(f.inst.flights, i, i+1)
 	}
-	if f.hung {
+	if !f.failed {
+		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
+		b.est.lastDone.Store(f.completed.UnixNano())
+	}
+	if f.hung && !f.alive {
 		f.inst.downUntil = time.Now().Add(downFor) // its last attempt timed out: a hung instance
 	}
 	if f.inst.draining && f.inst.outstanding == 0 {
@@ -543,7 +629,9 @@ func (b *batcher) complete(f *flight) {
 	}
 	if f.retry {
 		now := time.Now()
-		f.inst.downUntil = now.Add(downFor)
+		if !f.alive {
+			f.inst.downUntil = now.Add(downFor)
+		}
 		other := false
 		for _, in := range b.insts {
 			other = other || in.usable(now)
@@ -554,7 +642,9 @@ func (b *batcher) complete(f *flight) {
 				c.state.Store(callWaiting)
 			}
 			b.q = append(f.calls, b.q...)
-			b.queued.Add(int64(len(f.calls)))
+			for _, c := range f.calls {
+				b.enter(c)
+			}
 		} else {
 			for _, c := range f.calls {
 				c.done <- result{err: f.err}
@@ -677,8 +767,8 @@ func (b *batcher) shutdown() {
 	for _, c := range b.q {
 		c.done <- result{err: ErrShuttingDown}
 		b.failed++
+		b.leave(c)
 	}
-	b.queued.Add(-int64(len(b.q)))
 	clear(b.q)
 	b.q = b.q[:0]
 	b.m.queue.Set(0)

@@ -88,8 +88,12 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if err != nil {
 		return nil, err
 	}
-	if _, err := oip.Rows(c.Request); err != nil {
+	rows, err := oip.Rows(c.Request)
+	if err != nil {
 		return nil, err
+	}
+	if b.maxRows > 0 && rows > b.maxRows {
+		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.maxRows)
 	}
 	timeout := b.spec.Threshold
 	if d := c.SLO.Bound(); d > 0 {
@@ -101,7 +105,7 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	}
 	st := g.liveStats(c.Model)
 	st.arrivals.Add(1)
-	resp, err := b.submit(ctx, c.Request, rawBody(ctx), arrival, timeout)
+	resp, err := b.submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
 	st.record(arrival, time.Now(), b.spec.Threshold, err)
 	return resp, err
 }
@@ -127,11 +131,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway handler: %w", err)
 	}
-	lim := o.Limits
-	if lim == (oip.Limits{}) {
-		lim = oip.DefaultLimits()
-	}
-	h := g.ensembleRoutes(keepRawBody(oh, lim.MaxBodyBytes), opts.AdminToken)
+	h := g.ensembleRoutes(oh, opts.AdminToken)
 	if opts.Gatherer == nil {
 		return h, nil
 	}

@@ -2,11 +2,11 @@
 // each model's requests in a batcher driven by a batching.Policy, sends batches to the model's
 // ready instances and answers every request exactly once.
 //
-//	HTTP ─▶ keepRawBody ─▶ oip.NewHandler (decode, validate) ─▶ Gateway.Infer (oip.Core)
+//	HTTP ─▶ oip.NewHandler (decode, validate) ─▶ Gateway.Infer (oip.Core)
 //	         ─▶ batcher of the model (one goroutine: queue, timer, policy, instances)
 //	              Decide on arrival / completion / timer ─▶ dispatch.Picker ─▶ flight
-//	         ─▶ the first request's goroutine sends the flight (Backend: oip.Concat, client, oip.Split;
-//	            a batch of one goes with its original body) and answers every request of it
+//	         ─▶ the first request's goroutine sends the flight (Backend: oip.Concat, binary tensors to
+//	            the worker, oip.Split) and answers every request of it
 //	         ─▶ completion back to the batcher: slot freed, Policy.Observe, drain finished
 //
 // The batcher is the size-or-deadline loop of prometheus storage/remote/queue_manager.go

@@ -48,6 +48,13 @@ type Model struct {
 	// Slots is the number of batches each instance of the model takes at once when the instance
 	// does not say (Instance.Slots); 0 means 1.
 	Slots int
+	// MaxRows is the most rows one request may carry; more is refused with 400. 0 means no bound
+	// beyond the body size limits.
+	MaxRows int64
+	// MaxBatchBytes is the most tensor data, in bytes, one batch sends to an instance: a batch
+	// closes before a request that would take it past this (a larger request goes alone). 0
+	// means DefaultMaxBatchBytes; it should stay below the workers' body limit.
+	MaxBatchBytes int64
 	// Metadata is the model's OIP metadata, against which the handler validates requests before
 	// they are queued; nil means learn it from the first instance added. Until it is known,
 	// requests are answered 503.
@@ -56,6 +63,13 @@ type Model struct {
 
 // DefaultQueueLimit is the default bound, in requests, of a model's queue.
 const DefaultQueueLimit = 1024
+
+// DefaultMaxBatchBytes bounds a batch's tensor data at 16 MiB, a quarter of the workers' default
+// 64 MiB body limit (oip.DefaultLimits), so that merged batches never exceed it.
+const DefaultMaxBatchBytes = 16 << 20
+
+// ErrTooManyRows means a request carries more rows than its model's MaxRows (400).
+var ErrTooManyRows = fmt.Errorf("gateway: request has more rows than the model accepts (max_rows): %w", oip.ErrBadRequest)
 
 // Instance is one backend the gateway can send a model's batches to.
 type Instance struct {
@@ -138,6 +152,12 @@ func (g *Gateway) AddModel(m Model) error {
 	}
 	if m.QueueLimit == 0 {
 		m.QueueLimit = DefaultQueueLimit
+	}
+	if m.MaxRows < 0 || m.MaxBatchBytes < 0 {
+		return fmt.Errorf("add model %s: max rows and max batch bytes must be ≥ 0, got %d and %d", m.Name, m.MaxRows, m.MaxBatchBytes)
+	}
+	if m.MaxBatchBytes == 0 {
+		m.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

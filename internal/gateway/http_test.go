@@ -3,11 +3,14 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,19 +31,13 @@ func sumWorker(t *testing.T) *httptest.Server {
 		io.WriteString(w, `{"name":"m","platform":"test","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,1]}]}`)
 	})
 	mux.HandleFunc("POST /v2/models/m/infer", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     string `json:"id"`
-			Inputs []struct {
-				Shape []int64   `json:"shape"`
-				Data  []float64 `json:"data"`
-			} `json:"inputs"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Inputs) != 1 {
+		req, err := readSumRequest(r)
+		if err != nil {
 			w.WriteHeader(400)
 			fmt.Fprintf(w, `{"error":"bad input"}`)
 			return
 		}
-		in := req.Inputs[0]
+		in := req.Input
 		n := int(in.Shape[0])
 		out := make([]float64, n)
 		for i := range n {
@@ -53,6 +50,59 @@ func sumWorker(t *testing.T) *httptest.Server {
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
+}
+
+// sumRequest is what the test workers read of an inference request: its id and its one input.
+type sumRequest struct {
+	ID    string
+	Input struct {
+		Shape []int64
+		Data  []float64
+	}
+}
+
+// readSumRequest reads a request with one FP32 input sent as JSON or in Triton's binary tensor
+// extension (JSON header of Inference-Header-Content-Length bytes, then little-endian float32s),
+// written with encoding/json and encoding/binary, independently of package oip.
+func readSumRequest(r *http.Request) (*sumRequest, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	head := body
+	hl := r.Header.Get("Inference-Header-Content-Length")
+	if hl != "" {
+		n, err := strconv.Atoi(hl)
+		if err != nil || n > len(body) {
+			return nil, fmt.Errorf("bad header length %q", hl)
+		}
+		head = body[:n]
+	}
+	var req struct {
+		ID     string `json:"id"`
+		Inputs []struct {
+			Shape      []int64        `json:"shape"`
+			Data       []float64      `json:"data"`
+			Parameters map[string]any `json:"parameters"`
+		} `json:"inputs"`
+	}
+	if err := json.Unmarshal(head, &req); err != nil || len(req.Inputs) != 1 || len(req.Inputs[0].Shape) != 2 {
+		return nil, fmt.Errorf("bad request: %v", err)
+	}
+	out := &sumRequest{ID: req.ID}
+	in := req.Inputs[0]
+	out.Input.Shape, out.Input.Data = in.Shape, in.Data
+	if hl != "" {
+		blob := body[len(head):]
+		out.Input.Data = make([]float64, len(blob)/4)
+		for i := range out.Input.Data {
+			out.Input.Data[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:])))
+		}
+	}
+	if int64(len(out.Input.Data)) != in.Shape[0]*in.Shape[1] {
+		return nil, fmt.Errorf("%d values for shape %v", len(out.Input.Data), in.Shape)
+	}
+	return out, nil
 }
 
 func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *httptest.Server) {

@@ -112,7 +112,8 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		if err != nil {
 			return fail(fmt.Errorf("model %s: %w", m.Name, err))
 		}
-		if err := g.AddModel(Model{Name: m.Name, SLO: m.SLO.Spec(), Policy: pol, QueueLimit: m.QueueLimit, Slots: m.Slots}); err != nil {
+		if err := g.AddModel(Model{Name: m.Name, SLO: m.SLO.Spec(), Policy: pol, QueueLimit: m.QueueLimit, Slots: m.Slots,
+			MaxRows: m.MaxRows, MaxBatchBytes: m.MaxBatchBytes}); err != nil {
 			return fail(err)
 		}
 	}

@@ -61,18 +61,16 @@ func fakeWorkerHandler() http.Handler {
 		io.WriteString(w, `{"name":"m","platform":"test","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,1]}]}`)
 	})
 	mux.HandleFunc("POST /v2/models/m/infer", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     string `json:"id"`
-			Inputs []struct {
-				Shape []int64   `json:"shape"`
-				Data  []float64 `json:"data"`
-			} `json:"inputs"`
+		req, err := readSumRequest(r)
+		if err != nil {
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"error":"bad input"}`)
+			return
 		}
-		json.NewDecoder(r.Body).Decode(&req)
-		n := int(req.Inputs[0].Shape[0])
+		n := int(req.Input.Shape[0])
 		out := make([]float64, n)
 		for i := range n {
-			out[i] = req.Inputs[0].Data[2*i] + req.Inputs[0].Data[2*i+1]
+			out[i] = req.Input.Data[2*i] + req.Input.Data[2*i+1]
 		}
 		data, _ := json.Marshal(out)
 		w.Header().Set(oip.HeaderServiceTime, "100")

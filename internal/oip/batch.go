@@ -186,3 +186,13 @@ func Split(resp *InferenceResponse, reqs []*InferenceRequest) ([]*InferenceRespo
 	}
 	return out, nil
 }
+
+// RequestBytes is the size of r's tensor data in Triton's binary layout, in bytes: what the
+// gateway sends to a worker for it. BYTES elements count their length prefix.
+func RequestBytes(r *InferenceRequest) int64 {
+	var n int64
+	for i := range r.Inputs {
+		n += int64(blobSize(&r.Inputs[i]))
+	}
+	return n
+}

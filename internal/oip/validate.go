@@ -1,16 +1,24 @@
 package oip
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // ValidateRequest checks a decoded request against a model's metadata: every declared input is
 // present exactly once and no other; each has the declared datatype and rank, and every dimension
 // equals the declared one unless that is -1 (a wildcard, typically the batch); when every declared
 // input has a leading -1 (the model batches), all inputs agree on that first dimension, as Triton
 // requires of a batching model and as Concat needs to merge requests; every requested output is
-// declared. Errors wrap ErrBadRequest and name the tensor.
+// declared; every FP32 and FP64 value is finite (NaN and ±Inf cannot be encoded as JSON, and a
+// gateway merges one client's rows with others': a client that wants them must not be able to
+// fail a batch it shares). Errors wrap ErrBadRequest and name the tensor.
 func ValidateRequest(r *InferenceRequest, md *ModelMetadata) error {
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
+		if k := nonFinite(in); k >= 0 {
+			return fmt.Errorf("%w: input %q: element %d is not a finite number (NaN or ±Inf are not accepted)", ErrBadRequest, in.Name, k)
+		}
 		spec := findMetadata(md.Inputs, in.Name)
 		if spec == nil {
 			return fmt.Errorf("%w: input %q: model %q has no such input (inputs: %s)", ErrBadRequest, in.Name, md.Name, names(md.Inputs))
@@ -100,4 +108,19 @@ func batches(md *ModelMetadata) bool {
 		}
 	}
 	return len(md.Inputs) > 0
+}
+
+// nonFinite returns the index of t's first NaN or infinite value, or -1.
+func nonFinite(t *Tensor) int {
+	for k, v := range t.FP32 {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return k
+		}
+	}
+	for k, v := range t.FP64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return k
+		}
+	}
+	return -1
 }
