@@ -313,7 +313,9 @@ func (b *batcher) step(now time.Time) {
 			slots += in.Slots
 			busy += in.outstanding
 			for _, f := range in.flights {
-				left += max(f.dispatched.Add(f.expect).Sub(now), 0)
+				// A batch past its estimate is expected to need as long again as it overran.
+				d := f.dispatched.Add(f.expect).Sub(now)
+				left += max(d, -d)
 			}
 		}
 	}
@@ -350,6 +352,7 @@ func (b *batcher) expire(now time.Time) time.Time {
 		case !now.Before(c.deadline):
 			c.done <- result{err: fmt.Errorf("%w: waited %v", ErrDeadline, now.Sub(c.arrival))}
 			b.leave(c)
+			b.est.outcome(true)
 		case c.ctx.Err() != nil:
 			c.done <- result{err: c.ctx.Err()} // ends a goroutine waiting to lead; never read otherwise
 			b.leave(c)
@@ -617,9 +620,15 @@ func (b *batcher) complete(f *flight) {
 	if i := slices.Index(f.inst.flights, f); i >= 0 {
 		f.inst.flights = slices.Delete(f.inst.flights, i, i+1)
 	}
-	if !f.failed {
+	switch {
+	case !f.failed:
 		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
 		b.est.lastDone.Store(f.completed.UnixNano())
+	case f.hung || (f.retry && errors.Is(f.err, ErrBatchTimeout)):
+		// Timed out: its round trip is at least the attempt's time. Leaving it out would keep
+		// only the batches lucky enough to finish, and the estimate optimistic exactly when
+		// the instance is slow.
+		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
 	}
 	if f.hung && !f.alive {
 		f.inst.downUntil = time.Now().Add(downFor) // its last attempt timed out: a hung instance
@@ -654,6 +663,9 @@ func (b *batcher) complete(f *flight) {
 	b.arrivals = b.arrivals[:0]
 	for _, c := range f.calls {
 		b.arrivals = append(b.arrivals, c.arrival)
+		if !f.retry {
+			b.est.outcome(f.completed.After(c.deadline) || (f.failed && errors.Is(f.err, ErrBatchTimeout)) || f.hung)
+		}
 	}
 	b.policy.Observe(batching.Outcome{Size: len(f.calls), Dispatched: f.dispatched, Completed: f.completed,
 		Arrivals: b.arrivals, Failed: f.failed}, time.Now())

@@ -116,11 +116,11 @@ func TestAdmit(t *testing.T) {
 		{"no estimate yet: not three", AdmissionFacts{Queued: 3, MaxBatch: 1, Slots: 1, Busy: 1}, time.Hour, false, 0},
 		{"no instance usable: wait for one", AdmissionFacts{Queued: 1000, MaxBatch: 1, Cost: per(time.Second, 0)}, ms, true, 0},
 		{"empty queue, free slot: always", AdmissionFacts{Queued: 1, Slots: 1, Cost: per(time.Hour, 0)}, ms, true, 0},
-		{"empty queue, every slot busy: estimated", AdmissionFacts{Queued: 1, Slots: 1, Busy: 1, BusyLeft: 5 * ms, Cost: per(10*ms, 0), Budget: 40 * ms},
+		{"empty queue, every slot busy: estimated", AdmissionFacts{Queued: 1, Slots: 1, Busy: 1, BusyLeft: 5 * ms, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25},
 			24 * ms, false, 15 * ms},
-		{"one round and the margin fit", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms}, 20 * ms, true, 10 * ms},
-		{"one round without the margin does not", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms}, 19 * ms, false, 10 * ms},
-		{"margin scales with the budget", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 200 * ms}, 59 * ms, false, 10 * ms},
+		{"one round and the margin fit", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25}, 20 * ms, true, 10 * ms},
+		{"one round without the margin does not", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25}, 19 * ms, false, 10 * ms},
+		{"margin scales with the budget", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 200 * ms, Margin: 0.25}, 59 * ms, false, 10 * ms},
 		{"two rounds do not", AdmissionFacts{Queued: 9, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0)}, 25 * ms, false, 20 * ms},
 		{"slots in parallel", AdmissionFacts{Queued: 16, MaxBatch: 8, Slots: 2, Cost: per(10*ms, 0)}, 25 * ms, true, 15 * ms},
 		{"max batch 0 counts as 1", AdmissionFacts{Queued: 3, Slots: 1, Cost: per(10*ms, 0)}, 35 * ms, false, 30 * ms},
@@ -290,5 +290,34 @@ func TestAdmissionByDeadline(t *testing.T) {
 	}
 	if !errors.Is(ErrBatchTimeout, oip.ErrDeadline) {
 		t.Errorf("ErrBatchTimeout does not map to 504")
+	}
+}
+
+// The miss controller raises the margin on deadline misses and lowers it slowly on requests in
+// time, settling where missTarget of them miss, within [marginFloor, marginCap].
+func TestMissControl(t *testing.T) {
+	var m missControl
+	if got := m.outcome(false); got >= marginStart {
+		t.Errorf("after one request in time: %v, want below the start %v", got, marginStart)
+	}
+	for range 100 {
+		m.outcome(true)
+	}
+	if m.frac != marginCap {
+		t.Errorf("after 100 misses: %v, want the cap %v", m.frac, marginCap)
+	}
+	for range 100000 {
+		m.outcome(false)
+	}
+	if m.frac != marginFloor {
+		t.Errorf("after 100,000 requests in time: %v, want the floor %v", m.frac, marginFloor)
+	}
+	// At the target miss rate the fraction stays put on average.
+	m.frac = 0.5
+	for i := range 100000 {
+		m.outcome(i%500 == 0)
+	}
+	if m.frac < 0.4 || m.frac > 0.6 {
+		t.Errorf("at a 0.2 %% miss rate the fraction drifted from 0.5 to %v", m.frac)
 	}
 }

@@ -67,8 +67,11 @@ type AdmissionFacts struct {
 	// the queue then admits at most coldRounds rounds of work.
 	Cost BatchCost
 	// Budget is the request's whole time budget (deadline − arrival); the margin an admitted
-	// request must leave before its deadline is a fraction of it (marginFraction).
+	// request must leave before its deadline is Margin of it.
 	Budget time.Duration
+	// Margin is the fraction of Budget the estimated answer must leave before the deadline, in
+	// [0, 1); the model's miss controller keeps it (missControl).
+	Margin float64
 }
 
 // Admission is the answer of Admit.
@@ -90,13 +93,14 @@ type Admission struct {
 //	k = ⌈Queued / MaxBatch⌉ batches, r = rows per batch (MaxBatch requests of the queue's mean
 //	rows, at least this request's), t(r) = Cost.Fixed + Cost.PerRow·r,
 //	Done = now + (BusyLeft + (k − 1)·t(r)) / Slots + t(r),
-//	admit ⇔ Done + max(t(r), marginFraction · Budget) ≤ deadline.
+//	admit ⇔ Done + max(t(r), Margin · Budget) ≤ deadline.
 //
 // The margin covers what the estimate leaves out — the policy's batching wait, timer and
 // scheduling delays of a loaded machine, the variance of the batch times — and scales with the
-// SLO so that the admitted requests meet their deadline at heavy overload, not only on average
-// (see marginFraction). An empty queue with a free slot always admits: the request can start
-// at once, and its completion is what refreshes the estimate.
+// SLO; its fraction is set by feedback on the admitted requests that still missed their deadline
+// (missControl), so that they stay rare at heavy overload, not only on average. An empty queue
+// with a free slot always admits: the request can start at once, and its completion is what
+// refreshes the estimate.
 //
 // Admit is pure: it reads no clock.
 func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
@@ -125,7 +129,7 @@ func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
 	wait := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
 	wait = min(wait, math.MaxInt64/4)
 	done := now.Add(time.Duration(wait))
-	margin := max(time.Duration(t), time.Duration(marginFraction*float64(max(f.Budget, 0))))
+	margin := max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
 	if done.Add(margin).After(deadline) {
 		return Admission{Done: done, RetryAfter: max(time.Duration(wait), time.Second), Reason: "deadline unreachable"}
 	}
@@ -137,13 +141,39 @@ func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
 // requests that time out (measured: 20 of 800 at 10× capacity in test/soak).
 const coldRounds = 2
 
-// marginFraction is the share of a request's budget that its estimated answer must leave before
-// its deadline. The estimate counts only the queue's work; under heavy overload a loaded machine
-// adds the batching policy's wait, timer and scheduling delays and the tail of the batch times.
-// With a margin of one batch time (≈ 2 ms for small batches) 23–57 % of the admitted requests
-// ended in 504 at 5,000 rps offered to one worker; see TestOverloadAdmittedMeetDeadline in
-// test/attack for the figure with this value.
-const marginFraction = 0.25
+// The miss controller: the margin's fraction of the budget follows the admitted requests' deadline
+// misses by stochastic approximation towards a target miss rate — each admitted request answered
+// after its deadline (or 504) raises it by missGain·(1 − missTarget), each one in time lowers it
+// by missGain·missTarget — so it settles where missTarget of the admitted requests miss, within
+// [marginFloor, marginCap]. A fixed margin cannot do this: one batch time (≈ 2 ms for small
+// batches) let 23–57 % of the admitted requests end in 504 at 5,000 rps offered to one worker, and
+// a quarter of the SLO still 5 % at 1,000 rps on a machine shared with other work, whose stalls
+// no queue estimate sees; a large fixed margin refuses requests that would have made it when the
+// machine is quiet.
+const (
+	missTarget  = 0.002 // the admitted requests' deadline-miss rate the margin aims at
+	missGain    = 0.05  // step of the margin fraction per admitted request's outcome
+	marginFloor = 0.05  // the least margin, as a fraction of the budget
+	marginCap   = 0.9   // the most
+	marginStart = 0.5   // before any outcome
+)
+
+// missControl is the margin fraction's controller; owned by the batcher goroutine.
+type missControl struct{ frac float64 }
+
+// outcome records whether an admitted request missed its deadline and returns the new fraction.
+func (m *missControl) outcome(missed bool) float64 {
+	if m.frac == 0 {
+		m.frac = marginStart
+	}
+	if missed {
+		m.frac += missGain * (1 - missTarget)
+	} else {
+		m.frac -= missGain * missTarget
+	}
+	m.frac = min(max(m.frac, marginFloor), marginCap)
+	return m.frac
+}
 
 // probeEvery is how often admission lets a refused request through as a probe when no batch has
 // completed for that long: a stale estimate is refreshed by the probe's own batch.
@@ -162,8 +192,24 @@ type estimator struct {
 	rows     atomic.Int64  // rows of the requests waiting (in `in` and in the queue)
 	lastDone atomic.Int64  // when the last batch completed (or the model started), unix ns
 	probeAt  atomic.Int64  // when the last probe was let through, unix ns
+	margin   atomic.Uint64 // the miss controller's margin fraction as float64 bits; 0 before any
 
-	fit costFit // owned by the batcher goroutine
+	fit  costFit     // owned by the batcher goroutine
+	miss missControl // owned by the batcher goroutine
+}
+
+// outcome records an admitted request's outcome: missed its deadline or not. Only the batcher
+// goroutine calls it.
+func (e *estimator) outcome(missed bool) {
+	e.margin.Store(math.Float64bits(e.miss.outcome(missed)))
+}
+
+// marginFrac is the current margin fraction.
+func (e *estimator) marginFrac() float64 {
+	if v := math.Float64frombits(e.margin.Load()); v > 0 {
+		return v
+	}
+	return marginStart
 }
 
 // cost is the current batch cost estimate.
@@ -193,7 +239,7 @@ func (e *estimator) facts(queued int, rows int64, budget time.Duration, now time
 		left = max(left-time.Duration(busy)*max(now.Sub(time.Unix(0, at)), 0), 0)
 	}
 	return AdmissionFacts{Queued: queued, QueuedRows: e.rows.Load(), Rows: rows, MaxBatch: int(e.maxBatch.Load()),
-		Slots: int(e.slots.Load()), Busy: busy, BusyLeft: left, Cost: e.cost(), Budget: budget}
+		Slots: int(e.slots.Load()), Busy: busy, BusyLeft: left, Cost: e.cost(), Budget: budget, Margin: e.marginFrac()}
 }
 
 // probe reports whether a refused request arriving at now may go through as a probe: no batch
