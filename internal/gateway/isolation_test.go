@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -325,4 +326,28 @@ func binaryBody(nan bool) ([]byte, int) {
 	b := binary.LittleEndian.AppendUint32(append([]byte(nil), head...), math.Float32bits(v))
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(2))
 	return b, len(head)
+}
+
+// A JSON request asking for binary outputs (what tritonclient.http sends by default) is answered
+// in the binary extension: the worker hop is binary whatever the client sent, and the gateway
+// encodes the answer as the client asked (before: the flag went to the worker, whose binary
+// answer the gateway parsed as JSON: 502).
+func TestJSONInBinaryOut(t *testing.T) {
+	w := sumWorker(t)
+	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	for _, extra := range []string{`"parameters":{"binary_data_output":true},`, `"outputs":[{"name":"y","parameters":{"binary_data":true}}],`} {
+		res, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("b", 1, extra)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		hl, err := strconv.Atoi(res.Header.Get(oip.HeaderInferenceHeaderLength))
+		if res.StatusCode != http.StatusOK || err != nil || hl > len(b) {
+			t.Fatalf("%s: %d, header length %q: %s", extra, res.StatusCode, res.Header.Get(oip.HeaderInferenceHeaderLength), b)
+		}
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(b[hl:])); len(b)-hl != 4 || got != 1 {
+			t.Errorf("%s: binary output %v (%d bytes), want the row sum 1", extra, got, len(b)-hl)
+		}
+	}
 }
