@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup models fuzz bench vet build
+.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack
 
 build:
 	$(GO) build ./...
@@ -53,3 +53,9 @@ e2e-k8s:
 soak:
 	$(GO) build -o .cache/sloserve ./cmd/sloserve
 	SLOSERVE_SOAK=1 SLOSERVE_BIN=$(CURDIR)/.cache/sloserve $(GO) test -count=1 -v -timeout 15m ./test/soak/
+
+# attack: the adversarial suite (test/attack) against a real serve with real workers on
+# loopback: idle connection floods and oversized uploads; under 5 minutes.
+attack:
+	$(GO) build -o .cache/sloserve ./cmd/sloserve
+	SLOSERVE_ATTACK=1 SLOSERVE_BIN=$(CURDIR)/.cache/sloserve $(GO) test -count=1 -v -timeout 5m ./test/attack/

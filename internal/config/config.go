@@ -73,10 +73,11 @@ type Gateway struct {
 	// with no stream for idle_timeout is closed likewise.
 	GRPCMaxConnectionAge time.Duration `yaml:"grpc_max_connection_age"`
 	// MaxInflightBodyBytes bounds the request bytes the gateway holds at once, over all REST
-	// and gRPC requests (bytes): a REST request's Content-Length is reserved before its body is
-	// read, a chunked body reserves as it is read, and a gRPC request reserves its message size
-	// once received. Past the bound requests are answered 503 (gRPC UNAVAILABLE) with
-	// Retry-After. Must be at least max_body_bytes.
+	// and gRPC requests (bytes). A REST body costs three times its size (the raw body the
+	// gateway may forward, the decoder's copy and the decoded tensors): its Content-Length is reserved before it is read, a chunked body reserves as it
+	// is read; a gRPC request reserves its message size once received. Past the bound requests
+	// are answered 503 (gRPC UNAVAILABLE) with Retry-After. Must be at least three times
+	// max_body_bytes.
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 	// BackendTimeout bounds one batch's round trip to an instance (duration).
 	BackendTimeout time.Duration `yaml:"backend_timeout"`
@@ -173,8 +174,9 @@ const (
 	// DefaultGRPCMaxConnectionAge makes gRPC clients reconnect every 30 minutes, so that
 	// connections rebalance and none lives forever.
 	DefaultGRPCMaxConnectionAge = 30 * time.Minute
-	// DefaultMaxInflightBodyBytes lets four bodies of the default 64 MiB limit be held at once.
-	DefaultMaxInflightBodyBytes = 256 << 20
+	// DefaultMaxInflightBodyBytes lets two REST bodies of the default 64 MiB limit (three
+	// times their size each) be held at once.
+	DefaultMaxInflightBodyBytes = 384 << 20
 	// DefaultRuntime is the pure-Go model runtime, which needs no native library.
 	DefaultRuntime = "native"
 )
@@ -274,8 +276,8 @@ func (c Config) Validate() error {
 	if g.MaxBodyBytes <= 0 {
 		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)
 	}
-	if g.MaxInflightBodyBytes < g.MaxBodyBytes {
-		return fmt.Errorf("gateway.max_inflight_body_bytes: must be ≥ gateway.max_body_bytes (%d), got %d", g.MaxBodyBytes, g.MaxInflightBodyBytes)
+	if g.MaxInflightBodyBytes < 3*g.MaxBodyBytes {
+		return fmt.Errorf("gateway.max_inflight_body_bytes: must be ≥ three times gateway.max_body_bytes (%d), got %d", 3*g.MaxBodyBytes, g.MaxInflightBodyBytes)
 	}
 	if _, err := dispatch.New(g.Dispatch); err != nil {
 		return fmt.Errorf("gateway.dispatch: %q is not one of %v", g.Dispatch, dispatch.Names())

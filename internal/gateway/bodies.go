@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -64,10 +65,21 @@ func (b *bodyBudget) Reserve(n int64) (func(), error) {
 // Free implements oipgrpc.BodyBudget.
 func (b *bodyBudget) Free() int64 { return b.limit - b.used.Load() }
 
-// budgetStep is how far ahead of what it has read a body of unknown length reserves.
+// bodyCharge is what a REST body byte costs of the budget: while it serves the request the
+// gateway holds the raw body it may forward as is, the decoder's copy and the decoded tensors
+// (at most as large as the JSON text), so the budget bounds the bytes held rather than the
+// bytes sent.
+const bodyCharge = 3
+
+// budgetStep is how far ahead of what it has read a body of unknown length reserves (bytes
+// read; the reservation is bodyCharge times it).
 const budgetStep = 256 << 10
 
-// budgetReader reserves a body of unknown length (chunked) as it is read.
+// chunkSize is the size of the pieces a body of unknown length is read into.
+const chunkSize = 1 << 20
+
+// budgetReader reserves a body of unknown length (chunked) as it is read; reserved is in
+// budget bytes (bodyCharge per byte read).
 type budgetReader struct {
 	io.ReadCloser
 	b              *bodyBudget
@@ -78,13 +90,13 @@ func (r *budgetReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return r.ReadCloser.Read(p)
 	}
-	if r.read == r.reserved {
-		if !r.b.reserve(budgetStep) {
+	if bodyCharge*r.read == r.reserved {
+		if !r.b.reserve(bodyCharge * budgetStep) {
 			return 0, ErrBodyBudget
 		}
-		r.reserved += budgetStep
+		r.reserved += bodyCharge * budgetStep
 	}
-	if room := r.reserved - r.read; int64(len(p)) > room {
+	if room := r.reserved/bodyCharge - r.read; int64(len(p)) > room {
 		p = p[:room]
 	}
 	n, err := r.ReadCloser.Read(p)
@@ -111,19 +123,70 @@ func (g *Gateway) guardBodies(next http.Handler, budget *bodyBudget, limit int64
 		switch n := r.ContentLength; {
 		case budget == nil, n == 0 || n > limit: // nothing to hold, or refused unread by the handler (413)
 		case n > 0:
-			if !budget.reserve(n) {
+			if !budget.reserve(bodyCharge * n) {
 				writeGuardError(w, ErrBodyBudget, retryAfter)
 				return
 			}
-			defer budget.release(n)
+			defer budget.release(bodyCharge * n)
 		default:
+			// A chunked body is read here, reserving as it comes, and handed on with its length
+			// known, so that the handlers allocate it once at its size instead of doubling.
 			br := &budgetReader{ReadCloser: r.Body, b: budget}
-			r.Body = br
 			defer func() { budget.release(br.reserved) }()
+			chunks, n, err := readChunks(br, limit)
+			if err != nil {
+				writeGuardError(w, err, retryAfter)
+				return
+			}
+			r.Body, r.ContentLength, r.TransferEncoding = &chunkReader{chunks: chunks}, n, nil
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// readChunks reads r to its end in chunkSize pieces: ErrTooLarge past limit bytes, the
+// budget's error past the budget, ErrBadRequest when the client's body breaks off.
+func readChunks(r io.Reader, limit int64) ([][]byte, int64, error) {
+	var chunks [][]byte
+	var n int64
+	for {
+		c := make([]byte, chunkSize)
+		k, err := io.ReadFull(r, c)
+		n += int64(k)
+		if k > 0 {
+			chunks = append(chunks, c[:k:k])
+		}
+		if n > limit {
+			return nil, n, fmt.Errorf("%w: body exceeds the limit of %d bytes", oip.ErrTooLarge, limit)
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return chunks, n, nil
+		case errors.Is(err, oip.ErrUnavailable):
+			return nil, n, err
+		case err != nil:
+			return nil, n, fmt.Errorf("%w: reading body: %v", oip.ErrBadRequest, err)
+		}
+	}
+}
+
+// chunkReader reads the pieces of readChunks, dropping each once read.
+type chunkReader struct{ chunks [][]byte }
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.chunks) > 0 && len(c.chunks[0]) == 0 {
+		c.chunks[0] = nil
+		c.chunks = c.chunks[1:]
+	}
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][k:]
+	return k, nil
+}
+
+func (c *chunkReader) Close() error { c.chunks = nil; return nil }
 
 // inferTarget returns the model and version of an inference path: OIP v2
 // /v2/models/{m}[/versions/{v}]/infer or V1 /v1/models/{m}[/versions/{v}]:predict.

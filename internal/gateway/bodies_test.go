@@ -33,6 +33,9 @@ func TestGuardBodies(t *testing.T) {
 	budget := newBodyBudget(1 << 20)
 	var read int64
 	h := g.guardBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength < 0 {
+			t.Error("the handler got a body of unknown length")
+		}
 		n, err := io.Copy(io.Discard, r.Body)
 		read = n
 		if err != nil {
@@ -53,9 +56,10 @@ func TestGuardBodies(t *testing.T) {
 		{"unknown model: 404 unread", "/v2/models/nope/infer", 1000, 1000, 0, 404, 0},
 		{"unknown V1 model: 404 unread", "/v1/models/nope:predict", 1000, 1000, 0, 404, 0},
 		{"fits", "/v2/models/m/infer", 1000, 1000, 0, 200, 1000},
-		{"content-length past the budget: 503 unread", "/v2/models/m/infer", 600 << 10, 600 << 10, 600 << 10, 503, 0},
-		{"chunked fits", "/v2/models/m/infer", -1, 300 << 10, 0, 200, 300 << 10},
-		{"chunked past the budget: 503 midway", "/v2/models/m/infer", -1, 2 << 20, 0, 503, 1 << 20},
+		{"content-length past the budget: 503 unread", "/v2/models/m/infer", 300 << 10, 300 << 10, 600 << 10, 503, 0},
+		{"content-length charged three times: 503 unread", "/v2/models/m/infer", 400 << 10, 400 << 10, 0, 503, 0},
+		{"chunked fits", "/v2/models/m/infer", -1, 200 << 10, 0, 200, 200 << 10},
+		{"chunked past the budget: 503 midway", "/v2/models/m/infer", -1, 2 << 20, 0, 503, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
