@@ -54,8 +54,9 @@ soak:
 	$(GO) build -o .cache/sloserve ./cmd/sloserve
 	SLOSERVE_SOAK=1 SLOSERVE_BIN=$(CURDIR)/.cache/sloserve $(GO) test -count=1 -v -timeout 15m ./test/soak/
 
-# attack: the adversarial suite (test/attack) against real workers: what one client can do to the
-# others' requests (lock-out, poisoned batches, large requests, overload); bounded, loopback only.
+# attack: the adversarial suite (test/attack) against real workers on loopback: what one client can
+# do to the others' requests (idle connection floods, oversized uploads, lock-out, poisoned batches,
+# large requests, overload); each scenario bounded in time.
 attack: setup
 	$(GO) build -o .cache/sloserve ./cmd/sloserve
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} SLOSERVE_ATTACK=1 SLOSERVE_BIN=$(CURDIR)/.cache/sloserve $(GO) test -count=1 -v -timeout 10m ./test/attack/

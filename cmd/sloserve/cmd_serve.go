@@ -61,6 +61,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 		return usagef("serve: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	if _, err := gateway.RaiseFileLimit(); err != nil {
+		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
+	}
 	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

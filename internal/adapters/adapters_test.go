@@ -149,3 +149,15 @@ func TestSageMakerHandler(t *testing.T) {
 	})
 	runCases(t, SageMakerHandler(nil, "x"), []httpCase{{name: "nil core", method: http.MethodGet, path: "/ping", code: 500, errHas: "no core"}})
 }
+
+// GET on a predict route is 405 with Allow: POST, not a status lookup of "m:predict".
+func TestV1PredictWrongMethod(t *testing.T) {
+	h := NewV1Handler(&fakeCore{}, Options{})
+	for _, path := range []string{"/v1/models/m:predict", "/v1/models/m/versions/1:predict"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != http.MethodPost {
+			t.Errorf("GET %s (-want +got): -405 Allow POST +%d Allow %q", path, w.Code, w.Header().Get("Allow"))
+		}
+	}
+}

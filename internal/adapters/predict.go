@@ -60,6 +60,9 @@ func (p *predictor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 		if errors.As(err, &mbe) {
 			return nil, fmt.Errorf("%w: body exceeds the limit of %d bytes", oip.ErrTooLarge, lim)
 		}
+		if errors.Is(err, oip.ErrUnavailable) || errors.Is(err, oip.ErrOverloaded) {
+			return nil, fmt.Errorf("reading body: %w", err) // the server's own refusal (a byte budget)
+		}
 		return nil, fmt.Errorf("%w: reading body: %v", oip.ErrBadRequest, err)
 	}
 	return b, nil

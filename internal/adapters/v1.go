@@ -63,6 +63,11 @@ func (p *predictor) list(w http.ResponseWriter, r *http.Request) {
 
 func (p *predictor) status(w http.ResponseWriter, r *http.Request) {
 	m, v := r.PathValue("model"), r.PathValue("version")
+	if strings.HasSuffix(m, ":predict") || strings.HasSuffix(v, ":predict") {
+		w.Header().Set("Allow", http.MethodPost)
+		p.writeError(w, fmt.Errorf("%w: %s %s (allowed: POST)", oip.ErrMethodNotAllowed, r.Method, r.URL.Path))
+		return
+	}
 	ready, err := p.core.ModelReady(r.Context(), m, v)
 	if err != nil {
 		p.writeError(w, err)

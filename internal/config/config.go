@@ -52,11 +52,33 @@ type Gateway struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes bounds a request body (bytes).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxConnections bounds the gateway's open client connections (connections); beyond it new
-	// connections wait in the kernel's accept queue, so that a flood of clients cannot exhaust
-	// the process's file descriptors (which the connections to the workers need too). 0 means
-	// no bound.
+	// MaxConnections bounds the gateway's open client connections, REST and gRPC together
+	// (connections). At the bound a new connection closes the oldest idle one (a keep-alive
+	// connection between requests, a gRPC connection with no stream, or one that has sent
+	// nothing for a second) and takes its place; when none is idle, REST still serves health
+	// probes on a few reserved connections and any other connection is closed at once. The
+	// bound is lowered, with a warning, to fit the process's descriptor limit (which `sloserve
+	// serve` raises to its hard limit) less a reserve for worker connections and files.
+	// 0 means sized from the descriptor limit alone.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient bounds the open connections from one client IP address
+	// (connections); beyond it new connections from that address are closed at once. 0 means
+	// no per-client bound.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// GRPCMaxConcurrentStreams bounds the concurrent streams (RPCs) of one gRPC connection
+	// (streams).
+	GRPCMaxConcurrentStreams int `yaml:"grpc_max_concurrent_streams"`
+	// GRPCMaxConnectionAge bounds a gRPC connection's life (duration): the server then asks the
+	// client to reconnect (GOAWAY) and closes it after write_timeout more. A gRPC connection
+	// with no stream for idle_timeout is closed likewise.
+	GRPCMaxConnectionAge time.Duration `yaml:"grpc_max_connection_age"`
+	// MaxInflightBodyBytes bounds the request bytes the gateway holds at once, over all REST
+	// and gRPC requests (bytes). A REST body costs three times its size (the raw body the
+	// gateway may forward, the decoder's copy and the decoded tensors): its Content-Length is reserved before it is read, a chunked body reserves as it
+	// is read; a gRPC request reserves its message size once received. Past the bound requests
+	// are answered 503 (gRPC UNAVAILABLE) with Retry-After. Must be at least three times
+	// max_body_bytes.
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 	// BackendTimeout bounds one batch's round trip to an instance (duration).
 	BackendTimeout time.Duration `yaml:"backend_timeout"`
 	// RetryAfter is the Retry-After hint of 429 and 503 answers (duration, whole seconds sent).
@@ -152,6 +174,16 @@ const (
 	// DefaultMaxConnections bounds the gateway's client connections: a quarter of the usual
 	// 20 000-descriptor hard limit leaves room for worker connections and files.
 	DefaultMaxConnections = 5000
+	// DefaultMaxConnectionsPerClient lets one client address hold a fifth of the connections.
+	DefaultMaxConnectionsPerClient = 1024
+	// DefaultGRPCMaxConcurrentStreams bounds the RPCs of one gRPC connection.
+	DefaultGRPCMaxConcurrentStreams = 128
+	// DefaultGRPCMaxConnectionAge makes gRPC clients reconnect every 30 minutes, so that
+	// connections rebalance and none lives forever.
+	DefaultGRPCMaxConnectionAge = 30 * time.Minute
+	// DefaultMaxInflightBodyBytes lets two REST bodies of the default 64 MiB limit (three
+	// times their size each) be held at once.
+	DefaultMaxInflightBodyBytes = 384 << 20
 	// DefaultRuntime is the pure-Go model runtime, which needs no native library.
 	DefaultRuntime = "native"
 )
@@ -178,18 +210,22 @@ func DefaultModel(name string) Model {
 func Default() Config {
 	return Config{
 		Gateway: Gateway{
-			Addr:              DefaultAddr,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-			MaxBodyBytes:      64 << 20,
-			MaxConnections:    DefaultMaxConnections,
-			BackendTimeout:    30 * time.Second,
-			RetryAfter:        time.Second,
-			SyncInterval:      500 * time.Millisecond,
-			Dispatch:          dispatch.DefaultName,
+			Addr:                     DefaultAddr,
+			ReadHeaderTimeout:        5 * time.Second,
+			ReadTimeout:              30 * time.Second,
+			WriteTimeout:             60 * time.Second,
+			IdleTimeout:              120 * time.Second,
+			MaxHeaderBytes:           64 << 10,
+			MaxBodyBytes:             64 << 20,
+			MaxConnections:           DefaultMaxConnections,
+			MaxConnectionsPerClient:  DefaultMaxConnectionsPerClient,
+			GRPCMaxConcurrentStreams: DefaultGRPCMaxConcurrentStreams,
+			GRPCMaxConnectionAge:     DefaultGRPCMaxConnectionAge,
+			MaxInflightBodyBytes:     DefaultMaxInflightBodyBytes,
+			BackendTimeout:           30 * time.Second,
+			RetryAfter:               time.Second,
+			SyncInterval:             500 * time.Millisecond,
+			Dispatch:                 dispatch.DefaultName,
 		},
 		Workers: Workers{
 			Runtime:        DefaultRuntime,
@@ -218,7 +254,8 @@ func (c Config) Validate() error {
 		{"gateway.read_header_timeout", g.ReadHeaderTimeout}, {"gateway.read_timeout", g.ReadTimeout},
 		{"gateway.write_timeout", g.WriteTimeout}, {"gateway.idle_timeout", g.IdleTimeout},
 		{"gateway.backend_timeout", g.BackendTimeout}, {"gateway.retry_after", g.RetryAfter},
-		{"gateway.sync_interval", g.SyncInterval}, {"workers.start_timeout", c.Workers.StartTimeout},
+		{"gateway.sync_interval", g.SyncInterval}, {"gateway.grpc_max_connection_age", g.GRPCMaxConnectionAge},
+		{"workers.start_timeout", c.Workers.StartTimeout},
 		{"workers.health_interval", c.Workers.HealthInterval}, {"workers.stop_timeout", c.Workers.StopTimeout},
 	} {
 		if d.v <= 0 {
@@ -237,8 +274,17 @@ func (c Config) Validate() error {
 	if g.MaxConnections < 0 {
 		return fmt.Errorf("gateway.max_connections: must be ≥ 0, got %d", g.MaxConnections)
 	}
+	if g.MaxConnectionsPerClient < 0 {
+		return fmt.Errorf("gateway.max_connections_per_client: must be ≥ 0, got %d", g.MaxConnectionsPerClient)
+	}
+	if g.GRPCMaxConcurrentStreams < 1 {
+		return fmt.Errorf("gateway.grpc_max_concurrent_streams: must be ≥ 1, got %d", g.GRPCMaxConcurrentStreams)
+	}
 	if g.MaxBodyBytes <= 0 {
 		return fmt.Errorf("gateway.max_body_bytes: must be > 0, got %d", g.MaxBodyBytes)
+	}
+	if g.MaxInflightBodyBytes < 3*g.MaxBodyBytes {
+		return fmt.Errorf("gateway.max_inflight_body_bytes: must be ≥ three times gateway.max_body_bytes (%d), got %d", 3*g.MaxBodyBytes, g.MaxInflightBodyBytes)
 	}
 	if _, err := dispatch.New(g.Dispatch); err != nil {
 		return fmt.Errorf("gateway.dispatch: %q is not one of %v", g.Dispatch, dispatch.Names())

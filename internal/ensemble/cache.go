@@ -28,10 +28,18 @@ func (c *Cache) Get(k Constraint) (Selection, bool) {
 	return s, ok
 }
 
+// MaxCacheEntries bounds a Cache: a Put of a new constraint into a full cache drops every entry
+// first (the selections are recomputed on demand), so that clients choosing many constraints
+// cannot grow it without bound.
+const MaxCacheEntries = 1024
+
 // Put stores s under its constraint, replacing any previous selection.
 func (c *Cache) Put(s Selection) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.byKey[s.Constraint]; !ok && len(c.byKey) >= MaxCacheEntries {
+		clear(c.byKey)
+	}
 	c.byKey[s.Constraint] = s
 }
 

@@ -95,6 +95,10 @@ func mount(h http.Handler, cfg config.Config, g *Gateway, reg prometheus.Gathere
 	sm := adapters.NewSageMakerHandler(g, cfg.Models[0].Name, ao)
 	mux.Handle("GET /ping", sm)
 	mux.Handle("POST /invocations", sm)
+	mux.HandleFunc("/invocations", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeGuardError(w, fmt.Errorf("%w: %s /invocations (allowed: POST)", oip.ErrMethodNotAllowed, r.Method), cfg.Gateway.RetryAfter)
+	})
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), d, nil
 }

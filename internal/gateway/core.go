@@ -107,7 +107,31 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	st.arrivals.Add(1)
 	resp, err := b.submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
 	st.record(arrival, time.Now(), b.spec.Threshold, err)
+	if err != nil {
+		g.logDetail(c.Model, err)
+	}
 	return resp, err
+}
+
+// backendLogEvery bounds the backend error texts logged: one per interval, with the count of
+// those left out.
+const backendLogEvery = time.Second
+
+// logDetail logs the instance's own text of a failed request's error, which the client is not
+// sent, at most once per backendLogEvery.
+func (g *Gateway) logDetail(model string, err error) {
+	detail, ok := detailOf(err)
+	if !ok {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := g.detailLogged.Load()
+	if now-last < int64(backendLogEvery) || !g.detailLogged.CompareAndSwap(last, now) {
+		g.detailSkipped.Add(1)
+		return
+	}
+	g.log.Warn("backend failed a request", "model", model, "answer", err.Error(), "detail", detail,
+		"not_logged_since", g.detailSkipped.Swap(0))
 }
 
 // HandlerOptions configure the gateway's HTTP handler.
@@ -131,7 +155,13 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway handler: %w", err)
 	}
-	h := g.ensembleRoutes(oh, opts.AdminToken)
+	lim := o.Limits
+	if lim == (oip.Limits{}) {
+		lim = oip.DefaultLimits()
+	}
+	// The model is looked up before the body is read (Start adds the byte budget in front of
+	// every route).
+	h := g.ensembleRoutes(g.guardBodies(oh, nil, lim.MaxBodyBytes, o.RetryAfter), opts.AdminToken)
 	if opts.Gatherer == nil {
 		return h, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,15 +155,25 @@ type ensembleRT struct {
 		requests, failed, invocations, votes, late, memberErrors, feedback atomic.Int64
 	}
 
-	mu      sync.Mutex
-	dyn     map[ensemble.Constraint]*ensemble.Dynamic
-	reasons map[ensemble.Constraint]string
-	weights *ensemble.ClassWeights
-	pop     *ensemble.Popularity
-	recent  *lru
-	down    map[string]time.Time // member -> left out until
-	ready   map[string]readyMark
+	mu          sync.Mutex
+	constraints *lru[ensemble.Constraint, *constraintState] // the maxConstraints most recent
+	weights     *ensemble.ClassWeights
+	pop         *ensemble.Popularity
+	recent      *lru[string, recentRequest]
+	down        map[string]time.Time // member -> left out until
+	ready       map[string]readyMark
 }
+
+// constraintState is what an ensemble keeps per constraint: its dynamic selection (Alg. 1) and
+// the last selection decision's reason.
+type constraintState struct {
+	dyn    *ensemble.Dynamic
+	reason string
+}
+
+// maxConstraints bounds the constraints an ensemble keeps selection state for; the least
+// recently used is dropped (and restarts from the full ensemble if asked again).
+const maxConstraints = 256
 
 type readyMark struct {
 	ok bool
@@ -216,9 +227,9 @@ func (g *Gateway) AddEnsemble(e Ensemble) error {
 		e.FeedbackEntries = config.DefaultFeedbackEntries
 	}
 	rt := &ensembleRT{g: g, spec: e, cache: ensemble.NewCache(), clock: e.Clock,
-		dyn: map[ensemble.Constraint]*ensemble.Dynamic{}, reasons: map[ensemble.Constraint]string{},
-		weights: ensemble.NewClassWeights(ensemble.Precision, 0), pop: ensemble.NewPopularity(e.Config.PopularityWindow),
-		recent: newLRU(e.FeedbackEntries), down: map[string]time.Time{}, ready: map[string]readyMark{}}
+		constraints: newLRU[ensemble.Constraint, *constraintState](maxConstraints),
+		weights:     ensemble.NewClassWeights(ensemble.Precision, 0), pop: ensemble.NewPopularity(e.Config.PopularityWindow),
+		recent: newLRU[string, recentRequest](e.FeedbackEntries), down: map[string]time.Time{}, ready: map[string]readyMark{}}
 	if rt.clock == nil {
 		rt.clock = time.Now
 	}
@@ -269,25 +280,45 @@ func (e *ensembleRT) stats() EnsembleStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s.Importance = e.pop.Weights(now)
-	for k, d := range e.dyn {
-		s.Selections[k.String()] = d.Models()
-	}
-	for k, r := range e.reasons {
-		s.Reasons[k.String()] = r
-	}
+	e.constraints.each(func(k ensemble.Constraint, st *constraintState) {
+		if st.dyn != nil {
+			s.Selections[k.String()] = st.dyn.Models()
+		}
+		if st.reason != "" {
+			s.Reasons[k.String()] = st.reason
+		}
+	})
 	return s
 }
 
-// constraint is the request's <latency, accuracy>, each defaulting to the ensemble's.
+// constraint is the request's <latency, accuracy>, each defaulting to the ensemble's. Values the
+// client chose are bucketed (bucketLatency, bucketAccuracy) so that clients cannot make the
+// ensemble keep state for any number of distinct constraints; the request's deadline still
+// comes from its own latency.
 func (e *ensembleRT) constraint(s oip.RequestSLO) ensemble.Constraint {
 	k := e.spec.Default
-	if s.Latency > 0 {
-		k.Latency = s.Latency
+	if s.Latency > 0 && s.Latency != k.Latency {
+		k.Latency = bucketLatency(s.Latency)
 	}
-	if s.Accuracy > 0 {
-		k.Accuracy = s.Accuracy
+	if s.Accuracy > 0 && s.Accuracy != k.Accuracy {
+		k.Accuracy = bucketAccuracy(s.Accuracy)
 	}
 	return k
+}
+
+// bucketLatency rounds d down to two significant decimal digits (of its nanoseconds): at most
+// 10 % stricter, 90 buckets per decade; round values (50 ms, 150 ms, 2 s) are kept.
+func bucketLatency(d time.Duration) time.Duration {
+	p := time.Duration(1)
+	for d/p >= 100 {
+		p *= 10
+	}
+	return d / p * p
+}
+
+// bucketAccuracy rounds a to three decimals (at least 0.001).
+func bucketAccuracy(a float64) float64 {
+	return max(math.Round(a*1000)/1000, 0.001)
 }
 
 // choose returns the members to ask for constraint k at now (selection time).
@@ -302,22 +333,23 @@ func (e *ensembleRT) choose(k ensemble.Constraint, now time.Time) ([]string, err
 	case config.SelectionFull:
 		return candidates(sel.Candidates).names(), nil
 	case config.SelectionStatic:
-		e.reasons[k] = sel.Reason
+		e.constraints.put(k, &constraintState{reason: sel.Reason})
 		return sel.Names(), nil
 	}
-	d, ok := e.dyn[k]
+	st, ok := e.constraints.get(k)
 	if !ok {
 		// Alg. 1 starts from the full ensemble of the O1 candidates and prunes it.
-		if d, err = ensemble.NewDynamic(e.spec.Config, k, sel.Candidates, nil, now); err != nil {
+		d, err := ensemble.NewDynamic(e.spec.Config, k, sel.Candidates, nil, now)
+		if err != nil {
 			return nil, err
 		}
-		e.dyn[k] = d
-		e.reasons[k] = "start from every candidate (Alg. 1 Full_Ensemble); O2 would pick " + strings.Join(sel.Names(), ",")
+		st = &constraintState{dyn: d, reason: "start from every candidate (Alg. 1 Full_Ensemble); O2 would pick " + strings.Join(sel.Names(), ",")}
+		e.constraints.put(k, st)
 	}
-	if dec := d.Step(now); dec.Accuracy >= 0 || dec.Reason != "interval not over" {
-		e.reasons[k] = dec.Reason
+	if dec := st.dyn.Step(now); dec.Accuracy >= 0 || dec.Reason != "interval not over" {
+		st.reason = dec.Reason
 	}
-	return d.Models(), nil
+	return st.dyn.Models(), nil
 }
 
 // candidates is a helper type for naming a model list.
@@ -646,7 +678,10 @@ func (e *ensembleRT) feedback(labels []Label) (FeedbackResult, error) {
 	}
 	for _, it := range items {
 		e.recent.remove(it.id)
-		d := e.dyn[it.rec.constraint]
+		var d *ensemble.Dynamic
+		if st, ok := e.constraints.peek(it.rec.constraint); ok {
+			d = st.dyn
+		}
 		for r, row := range it.rec.rows {
 			e.weights.Learn(row.preds, it.labels[r])
 			if d != nil {

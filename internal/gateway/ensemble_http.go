@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sloserve/sloserve/internal/oip"
 )
@@ -20,7 +21,7 @@ const maxFeedbackBytes = 1 << 20
 //
 //	POST /v2/models/{name}/feedback  {"id": "...", "label": k} | [{...}, ...] | {"feedback": [...]}
 //	                                 → {"learned": n, "unknown": [...]}; Bearer adminToken when set
-//	GET  /v2/models/{name}/stats     → EnsembleStats as JSON
+//	GET  /v2/models/{name}/stats     → EnsembleStats as JSON; Bearer adminToken when set
 //
 // Everything else goes to next.
 func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Handler {
@@ -42,6 +43,11 @@ func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Hand
 		writeEnsembleJSON(w, oip.StatusOf(err), oip.ErrorResponse{Error: err.Error()})
 	})
 	mux.HandleFunc("GET /v2/models/{name}/stats", func(w http.ResponseWriter, r *http.Request) {
+		if adminToken != "" && !bearerOK(r, adminToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sloserve admin"`)
+			writeEnsembleJSON(w, http.StatusUnauthorized, oip.ErrorResponse{Error: "ensemble stats need the admin bearer token"})
+			return
+		}
 		s, err := g.EnsembleStats(r.PathValue("name"))
 		if err != nil {
 			writeEnsembleJSON(w, oip.StatusOf(err), oip.ErrorResponse{Error: err.Error()})
@@ -53,13 +59,14 @@ func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Hand
 	return mux
 }
 
+// bearerOK reports whether r carries "Authorization: Bearer <token>"; the scheme is
+// case-insensitive (RFC 7235 §2.1), as the dashboard's check.
 func bearerOK(r *http.Request, token string) bool {
-	const prefix = "Bearer "
-	h := r.Header.Get("Authorization")
-	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(token)) == 1
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(token)) == 1
 }
 
 // decodeFeedback reads one label object, an array of them, or {"feedback": [...]}.

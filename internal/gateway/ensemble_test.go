@@ -187,7 +187,11 @@ func TestEnsembleFeedbackHTTP(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			scheme := "Bearer "
+			if strings.HasPrefix(token, "lower:") { // RFC 7235: the scheme is case-insensitive
+				scheme, token = "bearer ", strings.TrimPrefix(token, "lower:")
+			}
+			req.Header.Set("Authorization", scheme+token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -215,7 +219,7 @@ func TestEnsembleFeedbackHTTP(t *testing.T) {
 		{"no token", "", `{"id":"r1","label":0}`, 401, "admin bearer token"},
 		{"wrong token", "nope", `{"id":"r1","label":0}`, 401, "admin bearer token"},
 		{"bad json", "s3cret", `{"id":"r1","lable":0}`, 400, "unknown field"},
-		{"no label", "s3cret", `{"id":"r1"}`, 400, "needs an id and a label"},
+		{"no label", "lower:s3cret", `{"id":"r1"}`, 400, "needs an id and a label"},
 		{"row count", "s3cret", `{"id":"r1","labels":[0,1]}`, 400, "2 labels for a request of 1 rows"},
 		{"one", "s3cret", `{"id":"r1","label":0}`, 200, `{"learned":1}`},
 		{"again: learnt once", "s3cret", `{"id":"r1","label":0}`, 200, `{"learned":0,"unknown":["r1"]}`},
@@ -251,6 +255,16 @@ func TestEnsembleFeedbackHTTP(t *testing.T) {
 		t.Errorf("ensemble metadata %s: want name e and the members' input schema", md)
 	}
 	resp, _ = http.Get(srv.URL + "/v2/models/e/stats")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("stats without the admin token (-want +got): -401 +%d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/models/e/stats", nil)
+	req.Header.Set("Authorization", "BEARER s3cret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !bytes.Contains(st, []byte(`"Importance":{"a":1,"b":1,"c":1}`)) || !bytes.Contains(st, []byte(`"Feedback":2`)) {
@@ -259,7 +273,7 @@ func TestEnsembleFeedbackHTTP(t *testing.T) {
 }
 
 func TestEnsembleLRUEvicts(t *testing.T) {
-	l := newLRU(2)
+	l := newLRU[string, recentRequest](2)
 	for _, id := range []string{"a", "b", "c"} {
 		l.put(id, recentRequest{})
 	}

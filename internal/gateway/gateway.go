@@ -103,6 +103,8 @@ type Gateway struct {
 	batchers atomic.Pointer[map[string]*batcher]
 	closed   atomic.Bool
 	stats    statsTable // per-model request counters (stats.go)
+
+	detailLogged, detailSkipped atomic.Int64 // logDetail's rate limit: last log (Unix ns), left out
 }
 
 // New returns a Gateway with no models.

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 
 	"github.com/sloserve/sloserve/internal/config"
 )
@@ -24,11 +23,7 @@ func useTLS(srv *http.Server, certFile, keyFile string) error {
 // warnExposed logs a warning when the gateway listens beyond loopback with its admin endpoints
 // open (no admin token) or without TLS.
 func warnExposed(log *slog.Logger, gc config.Gateway) {
-	host, _, err := net.SplitHostPort(gc.Addr)
-	if err != nil {
-		return
-	}
-	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+	if _, _, err := net.SplitHostPort(gc.Addr); err != nil || isLoopback(gc.Addr) {
 		return
 	}
 	if gc.AdminToken == "" {
@@ -39,47 +34,21 @@ func warnExposed(log *slog.Logger, gc config.Gateway) {
 	}
 }
 
-// limitListener returns a Listener that accepts at most n simultaneously open connections;
-// Accept waits while n are open (golang.org/x/net/netutil.LimitListener, without the module).
-func limitListener(l net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitedListener struct {
-	net.Listener
-	sem       chan struct{}
-	closeOnce sync.Once
-	done      chan struct{}
-}
-
-func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+// warnExposedGRPC logs a warning when the gRPC endpoint listens beyond loopback: it has neither
+// TLS nor authentication.
+func warnExposedGRPC(log *slog.Logger, addr string) {
+	if addr == "" || isLoopback(addr) {
+		return
 	}
-	c, err := l.Listener.Accept()
+	log.Warn("gateway gRPC listens beyond loopback without TLS or authentication; anyone who can reach it may send inference requests; bind gateway.grpc_addr to 127.0.0.1 or put it behind a TLS proxy", "grpc_addr", addr)
+}
+
+// isLoopback reports whether the listen address addr (host:port) binds loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		<-l.sem
-		return nil, err
+		return false
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitedListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+	ip := net.ParseIP(host)
+	return (ip != nil && ip.IsLoopback()) || host == "localhost"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -140,14 +141,35 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, cmp.Or(opts.DashboardToken, cfg.Gateway.AdminToken), log); err != nil {
 		return fail(err)
 	}
-	ln, err := net.Listen("tcp", cfg.Gateway.Addr)
-	if err != nil {
-		return fail(fmt.Errorf("gateway.addr %s: %w", cfg.Gateway.Addr, err))
-	}
+	bodies := newBodyBudget(cfg.Gateway.MaxInflightBodyBytes)
+	h = g.guardBodies(h, bodies, cfg.Gateway.MaxBodyBytes, cfg.Gateway.RetryAfter)
 	gc := cfg.Gateway
+	instances := 0
+	for _, m := range cfg.Models {
+		instances += m.Instances
+	}
+	maxConns, lowered := sizeConnBudget(gc.MaxConnections, fileLimit(), instances)
+	if lowered {
+		log.Warn("gateway.max_connections lowered to fit the open-files limit (ulimit -n) less the descriptors kept for workers and files",
+			"max_connections", gc.MaxConnections, "budget", maxConns, "open_files_limit", fileLimit())
+	}
+	conns := newConnBudget(maxConns, gc.MaxConnectionsPerClient, connProbeReserve)
+	if err := registerConnMetrics(reg, conns); err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", gc.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("gateway.addr %s: %w", gc.Addr, err))
+	}
 	var gln net.Listener
 	if gc.GRPCAddr != "" {
-		s.grpc, err = oipgrpc.NewServer(g, oipgrpc.Options{Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter, Observe: g.observe})
+		s.grpc, err = oipgrpc.NewServer(g, oipgrpc.Options{Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter, Observe: g.observe,
+			BodyBudget: bodies, ServerOptions: []grpc.ServerOption{
+				grpc.MaxConcurrentStreams(uint32(gc.GRPCMaxConcurrentStreams)),
+				grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
+					MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
+				grpc.StatsHandler(grpcConnStats{conns}),
+			}})
 		if err == nil {
 			gln, err = net.Listen("tcp", gc.GRPCAddr)
 		}
@@ -156,9 +178,12 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			return fail(fmt.Errorf("gateway.grpc_addr %s: %w", gc.GRPCAddr, err))
 		}
 		s.GRPCAddr = gln.Addr().String()
+		gln = conns.listen(gln, false, true)
 	}
-	s.server = NewServer(h, ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
+	s.server = NewServer(probeGate(h, gc.RetryAfter), ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
+	s.server.ConnState = conns.connState
+	s.server.ConnContext = connContext
 	s.URL = "http://" + ln.Addr().String()
 	if gc.TLSCert != "" {
 		if err := useTLS(s.server, gc.TLSCert, gc.TLSKey); err != nil {
@@ -171,9 +196,8 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.URL = "https://" + ln.Addr().String()
 	}
 	warnExposed(log, gc)
-	if gc.MaxConnections > 0 {
-		ln = limitListener(ln, gc.MaxConnections)
-	}
+	warnExposedGRPC(log, gc.GRPCAddr)
+	ln = conns.listen(ln, true, false)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(2)

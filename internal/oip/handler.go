@@ -359,6 +359,9 @@ func readBody(w http.ResponseWriter, r *http.Request, buf *[]byte, limit int64) 
 			if errors.As(err, &mbe) {
 				return fmt.Errorf("%w: body exceeds the limit of %d bytes", ErrTooLarge, limit)
 			}
+			if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOverloaded) {
+				return fmt.Errorf("reading body: %w", err) // the server's own refusal (a byte budget), not the client's error
+			}
 			return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/proto"
 )
 
 // Options configures NewServer and Register. The zero value is usable.
@@ -35,9 +37,26 @@ type Options struct {
 	// Reflection registers the gRPC server reflection service in NewServer, so that grpcurl
 	// and similar tools can list and call the service without the .proto file.
 	Reflection bool
+	// BodyBudget, if set, bounds the request bytes held at once (shared with the REST
+	// handler): ModelInfer reserves its message's size once received, and NewServer refuses a
+	// ModelInfer stream before its message is read while nothing of the budget is free. Past it
+	// the answer is UNAVAILABLE with a retry-after trailer. gRPC reads a whole message before any
+	// handler sees it, so what one message holds before its reservation is bounded by
+	// Limits.MaxBodyBytes and the streams open at once, not by the budget.
+	BodyBudget BodyBudget
 	// ServerOptions are appended to the options NewServer passes to grpc.NewServer
 	// (interceptors, keepalive, credentials, ...).
 	ServerOptions []grpc.ServerOption
+}
+
+// BodyBudget bounds the request bytes held at once; the owner (the gateway) shares it between
+// protocols. Its methods are called concurrently from RPC goroutines and the transport's.
+type BodyBudget interface {
+	// Reserve takes n bytes, or returns an error wrapping oip.ErrUnavailable when they do not
+	// fit; release gives them back (once).
+	Reserve(n int64) (release func(), err error)
+	// Free returns the bytes not reserved.
+	Free() int64
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -72,10 +91,19 @@ func NewServer(core oip.Core, opts Options) (*grpc.Server, error) {
 		return nil, err
 	}
 	o := svc.opts
-	so := append([]grpc.ServerOption{
+	so := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(o.Limits.MaxBodyBytes)),
 		grpc.MaxSendMsgSize(int(o.Limits.MaxBodyBytes)),
-	}, o.ServerOptions...)
+	}
+	if b := o.BodyBudget; b != nil {
+		so = append(so, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			if info.FullMethodName == pb.GRPCInferenceService_ModelInfer_FullMethodName && b.Free() <= 0 {
+				return nil, status.Error(codes.Unavailable, "request bodies in flight at their byte budget")
+			}
+			return ctx, nil
+		}))
+	}
+	so = append(so, o.ServerOptions...)
 	s := grpc.NewServer(so...)
 	pb.RegisterGRPCInferenceServiceServer(s, svc)
 	if o.Reflection {
@@ -201,6 +229,13 @@ func (s *Service) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) (*pb
 	start := s.opts.Now()
 	m, v := in.GetModelName(), in.GetModelVersion()
 	obs := oip.Observation{Route: oip.RouteInfer, Model: m, Version: v}
+	if b := s.opts.BodyBudget; b != nil {
+		release, err := b.Reserve(int64(proto.Size(in)))
+		if err != nil {
+			return nil, s.finish(ctx, obs, start, err)
+		}
+		defer release()
+	}
 	out, err := s.infer(ctx, in, start, &obs)
 	return out, s.finish(ctx, obs, start, err)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
-	"github.com/sloserve/sloserve/internal/gateway"
+	gw "github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -32,13 +32,9 @@ const attackModel = "mlp256"
 
 // realStack starts the gateway with instances workers of mlp256 (policy pol, one slot each) from
 // the sloserve binary at $SLOSERVE_BIN; it skips unless the attack suite runs.
-func realStack(t *testing.T, instances int, pol string) *gateway.Stack {
+func realStack(t *testing.T, instances int, pol string) *gw.Stack {
 	t.Helper()
-	needAttack(t)
-	bin := os.Getenv("SLOSERVE_BIN")
-	if bin == "" {
-		t.Skip("SLOSERVE_BIN is not set: build sloserve first (make attack does)")
-	}
+	bin := needAttack(t)
 	cfg := config.Default()
 	cfg.Controller.Policy = config.ControllerNone
 	cfg.Gateway.Addr = "127.0.0.1:0"
@@ -55,7 +51,7 @@ func realStack(t *testing.T, instances int, pol string) *gateway.Stack {
 		m.Batching.MaxBatch, m.Batching.MaxWait = 1, 0
 	}
 	cfg.Models = []config.Model{m}
-	st, err := gateway.Start(context.Background(), cfg, gateway.StackOptions{})
+	st, err := gw.Start(context.Background(), cfg, gw.StackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +256,7 @@ func TestAttackOverloadAdmittedMeetDeadline(t *testing.T) {
 }
 
 // dutyCycle stops every worker of st for stop and lets it run for run, until ctx ends.
-func dutyCycle(ctx context.Context, t *testing.T, st *gateway.Stack, stop, run time.Duration) {
+func dutyCycle(ctx context.Context, t *testing.T, st *gw.Stack, stop, run time.Duration) {
 	target, ok := st.Provider.(chaos.Target)
 	if !ok {
 		t.Errorf("provider %T has no worker processes", st.Provider)
@@ -294,10 +290,3 @@ func dutyCycle(ctx context.Context, t *testing.T, st *gateway.Stack, stop, run t
 	}
 }
 
-// needAttack skips unless the attack suite runs (SLOSERVE_ATTACK=1, set by make attack).
-func needAttack(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SLOSERVE_ATTACK") != "1" {
-		t.Skip("attack tests run with SLOSERVE_ATTACK=1 (make attack)")
-	}
-}

@@ -38,6 +38,11 @@ type Config struct {
 	// HealthInterval is the period of /v2/health/ready checks of a ready worker; default
 	// DefaultHealthInterval.
 	HealthInterval time.Duration
+	// HealthTimeout bounds one health check; default DefaultHealthTimeout. After a failed check
+	// the next one comes after min(HealthInterval, DefaultHealthRecheck), so that a stopped
+	// (SIGSTOP) or hung worker is restarted after about HealthInterval + HealthFailures ×
+	// (HealthTimeout + DefaultHealthRecheck).
+	HealthTimeout time.Duration
 	// HealthFailures is how many consecutive failed checks make a worker be killed and restarted;
 	// default DefaultHealthFailures.
 	HealthFailures int
@@ -61,6 +66,8 @@ const (
 	DefaultStartTimeout   = 30 * time.Second
 	DefaultHealthInterval = time.Second
 	DefaultHealthFailures = 3
+	DefaultHealthTimeout  = time.Second
+	DefaultHealthRecheck  = 250 * time.Millisecond
 	DefaultStopTimeout    = 5 * time.Second
 	DefaultRestartBackoff = 500 * time.Millisecond
 )
@@ -70,7 +77,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"start_timeout", c.StartTimeout}, {"health_interval", c.HealthInterval}, {"stop_timeout", c.StopTimeout}, {"restart_backoff", c.RestartBackoff}} {
+	}{{"start_timeout", c.StartTimeout}, {"health_interval", c.HealthInterval}, {"health_timeout", c.HealthTimeout}, {"stop_timeout", c.StopTimeout}, {"restart_backoff", c.RestartBackoff}} {
 		if d.v < 0 {
 			return fmt.Errorf("local.%s: must be ≥ 0, got %v", d.name, d.v)
 		}
@@ -101,6 +108,7 @@ func (c *Config) fill() error {
 	}
 	def(&c.StartTimeout, DefaultStartTimeout)
 	def(&c.HealthInterval, DefaultHealthInterval)
+	def(&c.HealthTimeout, DefaultHealthTimeout)
 	def(&c.StopTimeout, DefaultStopTimeout)
 	def(&c.RestartBackoff, DefaultRestartBackoff)
 	if c.HealthFailures == 0 {
@@ -440,7 +448,7 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 				return kill("worker not ready within " + cfg.StartTimeout.String())
 			}
 		case <-tick.C:
-			ok := pr.p.healthy(addr)
+			ok := pr.p.healthy(addr, cfg.HealthTimeout)
 			switch {
 			case ok && !ready:
 				ready = true
@@ -448,9 +456,13 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 				pr.set(func(in *provider.Instance) { in.State = provider.StateReady; in.Ready = time.Now() })
 				log.Info("worker ready", "addr", addr)
 			case ok:
+				if fails > 0 {
+					tick.Reset(cfg.HealthInterval)
+				}
 				fails = 0
 			case ready:
 				fails++
+				tick.Reset(min(cfg.HealthInterval, DefaultHealthRecheck))
 				if fails >= cfg.HealthFailures {
 					return kill(fmt.Sprintf("worker failed %d health checks", fails))
 				}
@@ -469,8 +481,14 @@ func workerArgs(spec provider.Spec, extra []string) []string {
 	return args
 }
 
-func (p *Provider) healthy(addr string) bool {
-	resp, err := p.http.Get(addr + "/v2/health/ready")
+func (p *Provider) healthy(addr string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/v2/health/ready", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := p.http.Do(req)
 	if err != nil {
 		return false
 	}
