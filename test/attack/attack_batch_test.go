@@ -289,4 +289,3 @@ func dutyCycle(ctx context.Context, t *testing.T, st *gw.Stack, stop, run time.D
 		time.Sleep(run)
 	}
 }
-
