@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas/gonum"
 
@@ -60,6 +61,11 @@ func compileNode(nd onnx.Node, consts []*value) (kernel, error) {
 			return nil, err
 		}
 		return unary(func(x float32) float32 { return float32(math.Tanh(float64(x))) }), nil
+	case "Cos":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return unary(func(x float32) float32 { return float32(math.Cos(float64(x))) }), nil
 	case "Identity":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -88,6 +94,11 @@ func compileNode(nd onnx.Node, consts []*value) (kernel, error) {
 			return nil, err
 		}
 		return compileAvgPool(nd)
+	case "Conv":
+		if err := arity(2, 3); err != nil {
+			return nil, err
+		}
+		return compileConv(nd, consts)
 	}
 	return nil, fmt.Errorf("%w: node %q: operator %s (the native runtime implements %v)", ErrUnsupported, nd.Name, nd.OpType, NativeOps)
 }
@@ -543,4 +554,123 @@ func isFloat(v *value) bool {
 		n *= int(d)
 	}
 	return v.f != nil && len(v.f) == n || n == 0 && v.i == nil
+}
+
+// compileConv implements 2-D Conv (opset 11) on NCHW with group 1 and dilations 1: X [N×C×H×W],
+// W [M×C×kH×kW], optional B [M], explicit pads [top, left, bottom, right] (auto_pad NOTSET).
+// Each image is unfolded into a [P×C·kH·kW] patch matrix (P = OH·OW output positions) and
+// multiplied by Wᵀ, stored [C·kH·kW×M] once when W is constant; the multiply skips zero patch
+// values (image background, post-ReLU activations).
+func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
+	if g := nd.AttrInt("group", 1); g != 1 {
+		return nil, fmt.Errorf("%w: node %q: Conv group %d", ErrUnsupported, nd.Name, g)
+	}
+	for _, d := range nd.AttrInts("dilations") {
+		if d != 1 {
+			return nil, fmt.Errorf("%w: node %q: Conv dilations %v", ErrUnsupported, nd.Name, nd.AttrInts("dilations"))
+		}
+	}
+	if a, ok := nd.Attr("auto_pad"); ok && a.S != "" && a.S != "NOTSET" {
+		return nil, fmt.Errorf("%w: node %q: Conv auto_pad %s", ErrUnsupported, nd.Name, a.S)
+	}
+	st := nd.AttrInts("strides")
+	if st == nil {
+		st = []int64{1, 1}
+	}
+	pads := nd.AttrInts("pads")
+	if pads == nil {
+		pads = []int64{0, 0, 0, 0}
+	}
+	if len(st) != 2 || st[0] <= 0 || st[1] <= 0 || len(pads) != 4 || slices.ContainsFunc(pads, func(p int64) bool { return p < 0 }) {
+		return nil, fmt.Errorf("%w: node %q: Conv strides %v pads %v, want 2-D", ErrUnsupported, nd.Name, st, pads)
+	}
+	sh, sw := int(st[0]), int(st[1])
+	pt, pl, pb, pr := int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3])
+	ks := nd.AttrInts("kernel_shape")
+	// wT returns W as [C·kH·kW × M].
+	wT := func(w *value) ([]float32, error) {
+		if len(w.shape) != 4 || !isFloat(w) {
+			return nil, fmt.Errorf("Conv weight has shape %v, want [M×C×kH×kW]", w.shape)
+		}
+		if ks != nil && (len(ks) != 2 || ks[0] != w.shape[2] || ks[1] != w.shape[3]) {
+			return nil, fmt.Errorf("Conv kernel_shape %v does not match weight %v", ks, w.shape)
+		}
+		m := int(w.shape[0])
+		return transpose(w.f, m, len(w.f)/max(m, 1)), nil
+	}
+	var constWT []float32
+	if w := consts[1]; w != nil {
+		var err error
+		if constWT, err = wT(w); err != nil {
+			return nil, fmt.Errorf("%w: node %q: %v", ErrUnsupported, nd.Name, err)
+		}
+	}
+	return func(in []*value) (*value, error) {
+		x, w := in[0], in[1]
+		if len(x.shape) != 4 || !isFloat(x) {
+			return nil, fmt.Errorf("Conv input has shape %v, want a float NCHW tensor", x.shape)
+		}
+		if len(w.shape) != 4 || w.shape[1] != x.shape[1] {
+			return nil, fmt.Errorf("Conv weight %v does not match input %v", w.shape, x.shape)
+		}
+		wt := constWT
+		if wt == nil {
+			var err error
+			if wt, err = wT(w); err != nil {
+				return nil, err
+			}
+		}
+		n, c, h, wd := int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
+		m, kh, kw := int(w.shape[0]), int(w.shape[2]), int(w.shape[3])
+		oh, ow := (h+pt+pb-kh)/sh+1, (wd+pl+pr-kw)/sw+1
+		if oh < 1 || ow < 1 {
+			return nil, fmt.Errorf("Conv input %v smaller than kernel %v", x.shape, w.shape)
+		}
+		var bias []float32
+		if len(in) > 2 && in[2] != nil {
+			if b := in[2]; !isFloat(b) || len(b.f) != m {
+				return nil, fmt.Errorf("Conv bias has shape %v, want [%d]", b.shape, m)
+			}
+			bias = in[2].f
+		}
+		p, k := oh*ow, c*kh*kw
+		col := make([]float32, p*k)
+		prod := make([]float32, p*m)
+		out := make([]float32, n*m*p)
+		for img := 0; img < n; img++ {
+			src := x.f[img*c*h*wd : (img+1)*c*h*wd]
+			clear(col)
+			for i := 0; i < oh; i++ {
+				for j := 0; j < ow; j++ {
+					row := col[(i*ow+j)*k:]
+					for ch := 0; ch < c; ch++ {
+						for di := 0; di < kh; di++ {
+							y := i*sh + di - pt
+							if y < 0 || y >= h {
+								continue
+							}
+							for dj := 0; dj < kw; dj++ {
+								if xx := j*sw + dj - pl; xx >= 0 && xx < wd {
+									row[(ch*kh+di)*kw+dj] = src[(ch*h+y)*wd+xx]
+								}
+							}
+						}
+					}
+				}
+			}
+			clear(prod)
+			matmul(prod, col, wt, p, k, m)
+			dst := out[img*m*p : (img+1)*m*p]
+			for q := 0; q < p; q++ {
+				for o := 0; o < m; o++ {
+					v := prod[q*m+o]
+					if bias != nil {
+						v += bias[o]
+					}
+					dst[o*p+q] = v
+				}
+			}
+		}
+		return &value{shape: []int64{int64(n), int64(m), int64(oh), int64(ow)}, f: out}, nil
+	}, nil
 }
