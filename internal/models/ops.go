@@ -558,9 +558,10 @@ func isFloat(v *value) bool {
 
 // compileConv implements 2-D Conv (opset 11) on NCHW with group 1 and dilations 1: X [N×C×H×W],
 // W [M×C×kH×kW], optional B [M], explicit pads [top, left, bottom, right] (auto_pad NOTSET).
-// Each image is unfolded into a [P×C·kH·kW] patch matrix (P = OH·OW output positions) and
-// multiplied by Wᵀ, stored [C·kH·kW×M] once when W is constant; the multiply skips zero patch
-// values (image background, post-ReLU activations).
+// Each image is unfolded into a [C·kH·kW×P] patch matrix (P = OH·OW output positions, one row
+// per kernel tap) and W [M×C·kH·kW] times it gives the image's [M×P] output directly in NCHW
+// order: M·C·kH·kW vector updates of length P, long even for the few filters of small nets
+// (zero weights, such as fixed per-channel filters, are skipped).
 func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
 	if g := nd.AttrInt("group", 1); g != 1 {
 		return nil, fmt.Errorf("%w: node %q: Conv group %d", ErrUnsupported, nd.Name, g)
@@ -587,21 +588,17 @@ func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
 	sh, sw := int(st[0]), int(st[1])
 	pt, pl, pb, pr := int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3])
 	ks := nd.AttrInts("kernel_shape")
-	// wT returns W as [C·kH·kW × M].
-	wT := func(w *value) ([]float32, error) {
+	checkW := func(w *value) error {
 		if len(w.shape) != 4 || !isFloat(w) {
-			return nil, fmt.Errorf("Conv weight has shape %v, want [M×C×kH×kW]", w.shape)
+			return fmt.Errorf("Conv weight has shape %v, want [M×C×kH×kW]", w.shape)
 		}
 		if ks != nil && (len(ks) != 2 || ks[0] != w.shape[2] || ks[1] != w.shape[3]) {
-			return nil, fmt.Errorf("Conv kernel_shape %v does not match weight %v", ks, w.shape)
+			return fmt.Errorf("Conv kernel_shape %v does not match weight %v", ks, w.shape)
 		}
-		m := int(w.shape[0])
-		return transpose(w.f, m, len(w.f)/max(m, 1)), nil
+		return nil
 	}
-	var constWT []float32
 	if w := consts[1]; w != nil {
-		var err error
-		if constWT, err = wT(w); err != nil {
+		if err := checkW(w); err != nil {
 			return nil, fmt.Errorf("%w: node %q: %v", ErrUnsupported, nd.Name, err)
 		}
 	}
@@ -613,12 +610,8 @@ func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
 		if len(w.shape) != 4 || w.shape[1] != x.shape[1] {
 			return nil, fmt.Errorf("Conv weight %v does not match input %v", w.shape, x.shape)
 		}
-		wt := constWT
-		if wt == nil {
-			var err error
-			if wt, err = wT(w); err != nil {
-				return nil, err
-			}
+		if err := checkW(w); err != nil {
+			return nil, err
 		}
 		n, c, h, wd := int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
 		m, kh, kw := int(w.shape[0]), int(w.shape[2]), int(w.shape[3])
@@ -634,42 +627,38 @@ func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
 			bias = in[2].f
 		}
 		p, k := oh*ow, c*kh*kw
-		col := make([]float32, p*k)
-		prod := make([]float32, p*m)
+		col := make([]float32, k*p)
 		out := make([]float32, n*m*p)
 		for img := 0; img < n; img++ {
 			src := x.f[img*c*h*wd : (img+1)*c*h*wd]
 			clear(col)
-			for i := 0; i < oh; i++ {
-				for j := 0; j < ow; j++ {
-					row := col[(i*ow+j)*k:]
-					for ch := 0; ch < c; ch++ {
-						for di := 0; di < kh; di++ {
+			for ch := 0; ch < c; ch++ {
+				for di := 0; di < kh; di++ {
+					for dj := 0; dj < kw; dj++ {
+						row := col[((ch*kh+di)*kw+dj)*p:]
+						for i := 0; i < oh; i++ {
 							y := i*sh + di - pt
 							if y < 0 || y >= h {
 								continue
 							}
-							for dj := 0; dj < kw; dj++ {
+							for j := 0; j < ow; j++ {
 								if xx := j*sw + dj - pl; xx >= 0 && xx < wd {
-									row[(ch*kh+di)*kw+dj] = src[(ch*h+y)*wd+xx]
+									row[i*ow+j] = src[(ch*h+y)*wd+xx]
 								}
 							}
 						}
 					}
 				}
 			}
-			clear(prod)
-			matmul(prod, col, wt, p, k, m)
 			dst := out[img*m*p : (img+1)*m*p]
-			for q := 0; q < p; q++ {
+			if bias != nil {
 				for o := 0; o < m; o++ {
-					v := prod[q*m+o]
-					if bias != nil {
-						v += bias[o]
+					for q := range p {
+						dst[o*p+q] = bias[o]
 					}
-					dst[o*p+q] = v
 				}
 			}
+			matmul(dst, w.f, col, m, k, p)
 		}
 		return &value{shape: []int64{int64(n), int64(m), int64(oh), int64(ow)}, f: out}, nil
 	}, nil
