@@ -145,6 +145,9 @@ const (
 	// EvalSelect is the fixed ensemble Select (O2) chooses for the target with the error
 	// correlation fitted on the validation answers.
 	EvalSelect = "select"
+	// EvalDynamicSelect is Alg. 1 (Dynamic) starting from EvalSelect's ensemble — §4.1's O1
+	// "probabilistic ensemble that satisfies Acc_target" — instead of every candidate.
+	EvalDynamicSelect = "dynamic-select"
 )
 
 // EvalEnsemble is one ensemble strategy's result under every voting scheme.
@@ -187,8 +190,8 @@ type EvalReport struct {
 	// Batch is the batch size of EvalSingle.BatchLatencyMS (0 when not measured).
 	Batch  int          `json:"batch,omitempty"`
 	Single []EvalSingle `json:"single"`
-	// Ensembles holds EvalFull, EvalStatic, EvalDynamic, EvalExitExact, EvalExit and EvalSelect,
-	// in that order.
+	// Ensembles holds EvalFull, EvalStatic, EvalDynamic, EvalExitExact, EvalExit, EvalSelect
+	// and EvalDynamicSelect, in that order.
 	Ensembles []EvalEnsemble `json:"ensembles"`
 }
 
@@ -222,10 +225,11 @@ func (r EvalReport) Ensemble(name string) (EvalEnsemble, bool) {
 // validation image); the error correlation Select predicts with — and test, the test answers
 // (same models, same order), is scored in cfg.Passes shuffled passes (one by default). The
 // candidates are the models meeting c's latency (Table 3: every model faster than the
-// baseline), most accurate first. Six strategies are each run under every voting scheme the
+// baseline), most accurate first. Seven strategies are each run under every voting scheme the
 // answers allow (the soft ones need Answers.Prob): full, static (top ⌊N/2⌋), dynamic (Alg. 1
 // from the full set, target c.Accuracy), per-request early exit over the full set, exact and
-// with cfg.EarlyExit's slack, and select (O2 with the fitted correlation). The stream is
+// with cfg.EarlyExit's slack, select (O2 with the fitted correlation) and Alg. 1 starting from
+// select's ensemble. The stream is
 // prequential, as at run time: each request is answered, then its label is fed back to the
 // class weights and the dynamic policy; no answer ever sees its own label.
 func Evaluate(val, test Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport, error) {
@@ -341,6 +345,7 @@ func Evaluate(val, test Answers, c Constraint, ecfg Config, cfg EvalConfig) (Eva
 		{EvalExitExact, all, false, 1},
 		{EvalExit, all, false, cfg.EarlyExit},
 		{EvalSelect, sel.Names(), false, 0},
+		{EvalDynamicSelect, sel.Names(), true, 0},
 	} {
 		r, err := run(e.name, e.models, e.dynamic, e.exit)
 		if err != nil {

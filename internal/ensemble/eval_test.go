@@ -93,7 +93,7 @@ func TestEvaluate(t *testing.T) {
 	full, _ := rep.Ensemble(EvalFull)
 	static, _ := rep.Ensemble(EvalStatic)
 	if rep.Requests != 10000 || len(rep.Single) != 4 || len(full.Models) != 3 || len(static.Models) != 1 ||
-		fmt.Sprint(names) != "[full static dynamic early-exit-exact early-exit select]" {
+		fmt.Sprint(names) != "[full static dynamic early-exit-exact early-exit select dynamic-select]" {
 		t.Fatalf("report shape: requests %d singles %d full %v static %v ensembles %v", rep.Requests, len(rep.Single), full.Models, static.Models, names)
 	}
 	bigAcc, bigLat := rep.Single[3].Accuracy, rep.Single[3].LatencyMS
