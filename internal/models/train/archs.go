@@ -21,8 +21,8 @@ type Spec struct {
 	// Role is "small", "medium" or "large" for the three serving models, else "".
 	Role string
 	// SeedOffset is added to the run's seed (Config.Seed): ensemble members with different
-	// offsets start from different weights and see the data in a different order. 0 for the
-	// original seven models, so their bytes do not change.
+	// offsets start from different weights and see the data in a different order (0 for the
+	// original seven models).
 	SeedOffset uint64
 	// LRDecay overrides Config.LRDecay when > 0 (a slower decay for longer runs).
 	LRDecay float64
