@@ -83,6 +83,9 @@ func TestBundledEnsembleAcceptance(t *testing.T) {
 	}
 	for _, data := range DataSets {
 		t.Run(data, func(t *testing.T) {
+			if data == DataFull && raceEnabled {
+				t.Skip("-race: the race detector makes the 20,000-image run ~7× slower (minutes); run without it")
+			}
 			rep := evalBundled(t, data)
 			target := rep.TargetAccuracy
 			if data == DataFull {
