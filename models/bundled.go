@@ -13,7 +13,7 @@ import (
 	"github.com/sloserve/sloserve/internal/models/fashion"
 )
 
-//go:embed manifest.json *.onnx sample-1000.idx.gz
+//go:embed manifest.json *.onnx sample-1000.idx.gz validation-2000.idx.gz
 var files embed.FS
 
 // manifestFile is the manifest's file name inside the bundle.
@@ -35,6 +35,21 @@ var sample = sync.OnceValues(func() (*fashion.Set, error) {
 	b, err := files.ReadFile(m.Sample.File)
 	if err != nil {
 		return nil, fmt.Errorf("bundled sample: %w", err)
+	}
+	return fashion.ReadSample(b)
+})
+
+var validation = sync.OnceValues(func() (*fashion.Set, error) {
+	m, err := parsed()
+	if err != nil {
+		return nil, err
+	}
+	if m.Validation.File == "" {
+		return nil, fmt.Errorf("bundled validation sample: the manifest names none (re-run `make models`)")
+	}
+	b, err := files.ReadFile(m.Validation.File)
+	if err != nil {
+		return nil, fmt.Errorf("bundled validation sample: %w", err)
 	}
 	return fashion.ReadSample(b)
 })
@@ -78,6 +93,10 @@ func Open(name string, opts models.Options) (models.Runner, models.Metadata, err
 
 // Sample returns the labelled sample of 1,000 test images (100 per class; shared, read-only).
 func Sample() (*fashion.Set, error) { return sample() }
+
+// Validation returns the labelled validation sample: 2,000 held-out training images (200 per
+// class) that no bundled model was trained on (shared, read-only).
+func Validation() (*fashion.Set, error) { return validation() }
 
 // FS returns the embedded files (manifest.json, <name>.onnx, the sample).
 func FS() fs.FS { return files }

@@ -78,3 +78,39 @@ func TestBundleIsSmall(t *testing.T) {
 		t.Errorf("bundled files total %d bytes, want < 15 MiB", total)
 	}
 }
+
+// TestFamilyIsDiverse: Cocktail's gains need members whose errors differ; the bundle once held
+// only MLPs over the same pixels (issue #18, item 13). It must include convolutional nets, a
+// kernel machine (random features: Cos) and a fixed-filter view (HOG-like), every one trained
+// with a validation accuracy recorded, and a validation sample of held-out training images.
+func TestFamilyIsDiverse(t *testing.T) {
+	man, err := Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string][]string{}
+	for _, mi := range man.Models {
+		for _, op := range mi.Operators {
+			kinds[op] = append(kinds[op], mi.Name)
+		}
+		if mi.ValidationAccuracy < 0.8 || mi.ValidationAccuracy > 0.95 {
+			t.Errorf("%s: validation accuracy %.4f, want 0.8..0.95", mi.Name, mi.ValidationAccuracy)
+		}
+	}
+	if len(kinds["Conv"]) < 3 || len(kinds["Cos"]) < 1 {
+		t.Errorf("models with Conv %v and Cos %v: want ≥ 3 convolutional (CNNs, HOG view) and ≥ 1 random-features model", kinds["Conv"], kinds["Cos"])
+	}
+	v, err := Validation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := make([]int, 10)
+	for _, l := range v.Labels {
+		count[l]++
+	}
+	for k, c := range count {
+		if c != 200 {
+			t.Errorf("class %d has %d validation images, want 200", k, c)
+		}
+	}
+}

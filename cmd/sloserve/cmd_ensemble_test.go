@@ -87,8 +87,8 @@ func TestEnsembleEvalJSON(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(names, ","); got != "full,static,dynamic,early-exit-exact,early-exit" {
-		t.Errorf("ensembles (-want +got):\n-full,static,dynamic,early-exit-exact,early-exit\n+%s", got)
+	if got := strings.Join(names, ","); got != "full,static,dynamic,early-exit-exact,early-exit,select,dynamic-select" {
+		t.Errorf("ensembles (-want +got):\n-full,static,dynamic,early-exit-exact,early-exit,select,dynamic-select\n+%s", got)
 	}
 }
 

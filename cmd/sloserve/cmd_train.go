@@ -18,7 +18,7 @@ func runTrain(ctx context.Context, args []string, e env) error {
 	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "Fashion-MNIST idx `dir`")
 	fs.Uint64Var(&cfg.Train.Seed, "seed", cfg.Train.Seed, "random seed (equal seeds give identical models)")
 	fs.IntVar(&cfg.Train.Epochs, "epochs", 0, "epochs per model (0 = each model's default)")
-	fs.IntVar(&cfg.TrainLimit, "train-limit", 0, "use only the first N training images (0 = all 60,000)")
+	fs.IntVar(&cfg.TrainLimit, "train-limit", 0, "use only the first N training images (0 = all 50,000 before the held-out validation split)")
 	names := fs.String("models", "", "comma-separated model names (default all: "+strings.Join(bundledNames(), ",")+")")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	if err := parseFlags(fs, args); err != nil {

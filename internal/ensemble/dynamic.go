@@ -2,6 +2,7 @@ package ensemble
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -35,6 +36,9 @@ type Decision struct {
 	// Accuracy is the ensemble accuracy measured over the interval that just ended (labelled
 	// requests only); -1 when the interval is not over or had no labelled request.
 	Accuracy float64
+	// LowerBound is the Wilson lower confidence bound of Accuracy at Config.PruneConfidence
+	// (-1 when Accuracy is); pruning needs it, not the point estimate, to reach the threshold.
+	LowerBound float64
 	// Mode is the most frequent winning-vote count of the interval (0 when none).
 	Mode int
 	// Next is when Step should be called again.
@@ -144,10 +148,12 @@ func (d *Dynamic) Record(preds []Prediction, v Verdict, label int) {
 
 // Step ends the interval if it is over and decides the next ensemble (Alg. 1):
 //
-//   - accuracy ≥ target + Acc_margin and the mode m of the winning-vote counts exceeds the
-//     needed ⌊N/2⌋+1: drop m − (⌊N/2⌋+1) models (Alg. 1 line 11; when every model agrees,
-//     m = N and this prunes to ⌊N/2⌋+1 as §4.1 says), least accurate in the interval first,
-//     ties by least P_f;
+//   - the Wilson lower bound of the accuracy (Config.PruneConfidence; Alg. 1 uses the point
+//     estimate, whose ±1.5 points of noise over a 30 s interval let a lucky interval prune) ≥
+//     target + Acc_margin and the mode m of the winning-vote counts exceeds the needed
+//     ⌊N/2⌋+1: prune to ⌊N/2⌋+1 models, rounded up to an odd count (Alg. 1 line 11 prunes
+//     N − m... to ⌊N/2⌋+1, which for N = 3 leaves two models that tie, at twice the cost of
+//     one), least accurate in the interval first, ties by least P_f;
 //   - accuracy below the threshold: add the most accurate unused model (profiled accuracy;
 //     ties by larger P_f), one at a time;
 //   - otherwise keep the ensemble.
@@ -156,9 +162,9 @@ func (d *Dynamic) Record(preds []Prediction, v Verdict, label int) {
 func (d *Dynamic) Step(now time.Time) Decision {
 	next := d.start.Add(d.cfg.Interval)
 	if now.Before(next) {
-		return Decision{Models: d.Models(), Accuracy: -1, Next: next, Reason: "interval not over"}
+		return Decision{Models: d.Models(), Accuracy: -1, LowerBound: -1, Next: next, Reason: "interval not over"}
 	}
-	dec := Decision{Accuracy: -1, Next: now.Add(d.cfg.Interval), Mode: d.mode()}
+	dec := Decision{Accuracy: -1, LowerBound: -1, Next: now.Add(d.cfg.Interval), Mode: d.mode()}
 	n := d.Size()
 	threshold := d.target + d.cfg.AccuracyMargin
 	switch {
@@ -166,16 +172,17 @@ func (d *Dynamic) Step(now time.Time) Decision {
 		dec.Reason = "no labelled feedback in the interval"
 	default:
 		dec.Accuracy = float64(d.correct) / float64(d.labelled)
+		dec.LowerBound = WilsonLower(d.correct, d.labelled, d.cfg.PruneConfidence)
 		need := n/2 + 1
+		keep := need | 1 // an odd ensemble: an even one ties and costs one more model
 		switch {
-		case dec.Accuracy >= threshold && dec.Mode > need:
-			drop := n - need
-			dec.Dropped = d.drop(drop)
-			dec.Reason = fmt.Sprintf("accuracy %.4f >= %.4f and vote mode %d > %d needed of %d: dropped %d",
-				dec.Accuracy, threshold, dec.Mode, need, n, len(dec.Dropped))
+		case dec.LowerBound >= threshold && dec.Mode > need && keep < n:
+			dec.Dropped = d.drop(n - keep)
+			dec.Reason = fmt.Sprintf("accuracy %.4f (lower bound %.4f) >= %.4f and vote mode %d > %d needed of %d: dropped %d",
+				dec.Accuracy, dec.LowerBound, threshold, dec.Mode, need, n, len(dec.Dropped))
 		case dec.Accuracy >= threshold:
-			dec.Reason = fmt.Sprintf("accuracy %.4f >= %.4f, vote mode %d <= %d needed: keep %d models",
-				dec.Accuracy, threshold, dec.Mode, need, n)
+			dec.Reason = fmt.Sprintf("accuracy %.4f (lower bound %.4f) >= %.4f, vote mode %d, %d needed: keep %d models",
+				dec.Accuracy, dec.LowerBound, threshold, dec.Mode, need, n)
 		default:
 			if add, ok := d.add(); ok {
 				dec.Added = []string{add}
@@ -256,4 +263,20 @@ func (d *Dynamic) add() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// WilsonLower is the Wilson score lower bound of a binomial proportion right/n at one-sided z
+// (z = 0 gives right/n); -1 when n = 0.
+func WilsonLower(right, n int, z float64) float64 {
+	if n <= 0 {
+		return -1
+	}
+	p, nn := float64(right)/float64(n), float64(n)
+	if z <= 0 {
+		return p
+	}
+	z2 := z * z
+	centre := p + z2/(2*nn)
+	margin := z * math.Sqrt(p*(1-p)/nn+z2/(4*nn*nn))
+	return (centre - margin) / (1 + z2/nn)
 }

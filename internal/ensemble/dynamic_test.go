@@ -1,6 +1,7 @@
 package ensemble
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -49,12 +50,12 @@ func TestDynamicStep(t *testing.T) {
 		{"interval not over keeps the ensemble", nil, func(t *testing.T, d *Dynamic) { feed(t, d, 10, "a", "b", "c", "d", "e") },
 			10 * time.Second, []string{"a", "b", "c", "d", "e"}, nil, nil},
 		{"unanimous and accurate prunes to floor(N/2)+1, accuracy ties by least P_f", nil,
-			func(t *testing.T, d *Dynamic) { feed(t, d, 10, "a", "b", "c", "d", "e") },
+			func(t *testing.T, d *Dynamic) { feed(t, d, 200, "a", "b", "c", "d", "e") },
 			30 * time.Second, []string{"a", "b", "c"}, []string{"e", "d"}, nil},
 		{"interval accuracy, not profiled accuracy, decides what is dropped", nil,
 			func(t *testing.T, d *Dynamic) {
-				feed(t, d, 9, "a", "b", "c", "d", "e")
-				feed(t, d, 1, "b", "c", "d", "e")
+				feed(t, d, 180, "a", "b", "c", "d", "e")
+				feed(t, d, 20, "b", "c", "d", "e")
 			},
 			30 * time.Second, []string{"b", "c", "d"}, []string{"a", "e"}, nil},
 		{"vote mode at the needed count keeps the ensemble", nil,
@@ -90,12 +91,13 @@ func TestDynamicDropTieByPackingFactor(t *testing.T) {
 		{Name: "x", Latency: ms(1), Accuracy: 0.7, PackingFactor: 8},
 		{Name: "y", Latency: ms(1), Accuracy: 0.7, PackingFactor: 2},
 		{Name: "z", Latency: ms(1), Accuracy: 0.7, PackingFactor: 5},
+		{Name: "w", Latency: ms(1), Accuracy: 0.7, PackingFactor: 9},
 	}
 	d, err := NewDynamic(DefaultConfig(), Constraint{ms(5), 0.5}, pool, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(t, d, 4, "x", "y", "z")
+	feed(t, d, 100, "x", "y", "z", "w") // unanimous: four prune to three
 	dec := d.Step(t0.Add(time.Minute))
 	if !slices.Equal(dec.Dropped, []string{"y"}) {
 		t.Errorf("dropped (-want +got):\n-[y]\n+%v (%s)", dec.Dropped, dec.Reason)
@@ -115,5 +117,75 @@ func TestNewDynamicRejectsBadInput(t *testing.T) {
 	}
 	if _, err := NewDynamic(DefaultConfig(), c, append(dynPool(), dynPool()[0]), nil, t0); err == nil {
 		t.Error("accepted a duplicate model")
+	}
+}
+
+// TestDynamicNeverPrunesToEven: Alg. 1 prunes a unanimous ensemble of three to ⌊3/2⌋+1 = 2,
+// two models that tie whenever they disagree, at twice the cost of one (issue #18, item 15);
+// pruning stops at odd sizes.
+func TestDynamicNeverPrunesToEven(t *testing.T) {
+	for _, tt := range []struct {
+		initial []string
+		want    []string
+	}{
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c"}},
+		{[]string{"a", "b", "c", "d"}, []string{"a", "b", "c"}},
+		{[]string{"a", "b", "c", "d", "e"}, []string{"a", "b", "c"}},
+	} {
+		d, err := NewDynamic(DefaultConfig(), Constraint{ms(20), 0.9}, dynPool(), tt.initial, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed(t, d, 1000, tt.initial...)
+		if dec := d.Step(t0.Add(DefaultInterval)); !slices.Equal(dec.Models, tt.want) {
+			t.Errorf("from %v (-want +got):\n-%v\n+%v (%s)", tt.initial, tt.want, dec.Models, dec.Reason)
+		}
+	}
+}
+
+// TestDynamicPruneNeedsConfidence: a 30 s interval of 1,500 requests measured at 0.905 does not
+// show, at 95 % confidence, that the ensemble beats a 0.9 target (+0.2 % margin): its Wilson
+// lower bound is 0.892. Alg. 1's point estimate would prune on it (issue #18, item 15).
+func TestDynamicPruneNeedsConfidence(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		z          float64
+		right, n   int
+		wantPruned bool
+	}{
+		{"0.905 of 1,500 at 95 %: keep", DefaultPruneConfidence, 1358, 1500, false},
+		{"0.905 of 1,500, point estimate (Alg. 1): prune", 0, 1358, 1500, true},
+		{"0.93 of 1,500 at 95 %: prune", DefaultPruneConfidence, 1395, 1500, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.PruneConfidence = tt.z
+			d, err := NewDynamic(cfg, Constraint{ms(20), 0.9}, dynPool(), nil, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feed(t, d, tt.right, "a", "b", "c", "d", "e")
+			feed(t, d, tt.n-tt.right)
+			dec := d.Step(t0.Add(DefaultInterval))
+			if got := len(dec.Dropped) > 0; got != tt.wantPruned {
+				t.Errorf("pruned (-want +got): -%v +%v (%s)", tt.wantPruned, got, dec.Reason)
+			}
+		})
+	}
+}
+
+func TestWilsonLower(t *testing.T) {
+	for _, tt := range []struct {
+		right, n int
+		z, want  float64
+	}{
+		{1358, 1500, 1.645, 0.8918},
+		{90, 100, 1.96, 0.8256},
+		{5, 10, 0, 0.5},
+		{0, 0, 1.645, -1},
+	} {
+		if got := WilsonLower(tt.right, tt.n, tt.z); math.Abs(got-tt.want) > 5e-4 {
+			t.Errorf("WilsonLower(%d, %d, %v) (-want +got): -%.4f +%.4f", tt.right, tt.n, tt.z, tt.want, got)
+		}
 	}
 }

@@ -62,19 +62,17 @@ func (a Answers) Validate() error {
 	return nil
 }
 
-// EvalConfig describes how Evaluate streams the sample.
+// EvalConfig describes how Evaluate streams the test answers.
 type EvalConfig struct {
-	// Passes is how many times the sample is streamed (shuffled each pass); ≥ 1 (default 30).
+	// Passes is how many times the test answers are streamed (shuffled each pass); ≥ 1
+	// (default 1). More than one pass replays scored images whose labels the class weights
+	// have already learned: an experiment, never a claim (EVALUATION.md rule 5).
 	Passes int
 	// Rate is the request rate in requests per second, which maps requests onto the dynamic
 	// policy's intervals; > 0 (default 50, Cocktail §5.2).
 	Rate float64
 	// Seed fixes the shuffles.
 	Seed uint64
-	// CrossFit holds labels out: with it, even-indexed images give feedback and odd ones are
-	// scored, then the halves swap; without it (the default) every request is answered first and
-	// its label fed back afterwards (prequential, as at run time), and every request is scored.
-	CrossFit bool
 	// EarlyExit is the early-exit strategy's slack in (0, 1) (Strategy.EarlyExit; default 0.5:
 	// stop once the unqueried members could overturn the vote only by giving the runner-up, on
 	// average, more than half of their weight over the leader). The exact early exit (1) is
@@ -82,18 +80,13 @@ type EvalConfig struct {
 	EarlyExit float64
 }
 
-// DefaultEvalConfig returns 30 passes at 50 req/s with seed 1 and an early-exit slack of 0.5.
+// DefaultEvalConfig returns one pass at 50 req/s with seed 1 and an early-exit slack of 0.5.
 func DefaultEvalConfig() EvalConfig {
-	return EvalConfig{Passes: 30, Rate: DefaultSimRate, Seed: 1, EarlyExit: DefaultEarlyExit}
+	return EvalConfig{Passes: 1, Rate: DefaultSimRate, Seed: 1, EarlyExit: DefaultEarlyExit}
 }
 
-// DefaultEarlyExit is EvalConfig.EarlyExit's default. On the 13 bundled Fashion-MNIST models
-// faster than mlp256 (full test set, class-weighted soft voting; docs/cocktail.md) the exact
-// exit queries 6.94 of them per request, 0.7 5.98, 0.5 4.98 and 0.3 3.89, all at 0.8924–0.8928
-// accuracy against the full ensemble's 0.8895 (the members are queried most accurate first, so
-// the ones skipped are the weak ones). 0.5 — the unqueried members would have to put, on
-// average, more than half their weight behind the runner-up — keeps a margin for members that
-// disagree more than these.
+// DefaultEarlyExit is EvalConfig.EarlyExit's default: the unqueried members would have to put,
+// on average, more than half their weight behind the runner-up (docs/cocktail.md).
 const DefaultEarlyExit = 0.5
 
 // Validate reports the first field of c that is out of range.
@@ -110,11 +103,14 @@ func (c EvalConfig) Validate() error {
 	return nil
 }
 
-// EvalSingle is one model's result on the sample.
+// EvalSingle is one model's result.
 type EvalSingle struct {
-	Model     string  `json:"model"`
-	Accuracy  float64 `json:"accuracy"`
-	LatencyMS float64 `json:"latency_ms"`
+	Model string `json:"model"`
+	// Accuracy is measured on the test answers; ValidationAccuracy on the validation answers,
+	// which rank the candidates and choose the baseline.
+	Accuracy           float64 `json:"accuracy"`
+	ValidationAccuracy float64 `json:"validation_accuracy"`
+	LatencyMS          float64 `json:"latency_ms"`
 	// BatchLatencyMS is the latency of a batch of EvalReport.Batch images (0 when not measured).
 	BatchLatencyMS float64 `json:"batch_latency_ms,omitempty"`
 }
@@ -146,6 +142,12 @@ const (
 	EvalExitExact = "early-exit-exact"
 	// EvalExit is the same with EvalConfig.EarlyExit's slack.
 	EvalExit = "early-exit"
+	// EvalSelect is the fixed ensemble Select (O2) chooses for the target with the error
+	// correlation fitted on the validation answers.
+	EvalSelect = "select"
+	// EvalDynamicSelect is Alg. 1 (Dynamic) starting from EvalSelect's ensemble — §4.1's O1
+	// "probabilistic ensemble that satisfies Acc_target" — instead of every candidate.
+	EvalDynamicSelect = "dynamic-select"
 )
 
 // EvalEnsemble is one ensemble strategy's result under every voting scheme.
@@ -175,13 +177,35 @@ type EvalReport struct {
 	// TargetAccuracy and LatencyMS are the constraint the candidates and the dynamic policy use.
 	TargetAccuracy float64 `json:"target_accuracy"`
 	LatencyMS      float64 `json:"constraint_latency_ms"`
-	// Requests is the number of scored requests per strategy (sample size × passes).
-	Requests int `json:"requests"`
+	// Requests is the number of scored requests per strategy (test answers × passes);
+	// ValidationImages the number of validation answers that chose and primed everything.
+	Requests         int `json:"requests"`
+	ValidationImages int `json:"validation_images"`
+	// ErrorCorrelation is the latent correlation of the candidates' correctness fitted on the
+	// validation answers (FitCorrelation), with which Select predicts.
+	ErrorCorrelation float64 `json:"error_correlation"`
+	// Predictions compares Select's accuracy model with measured plain-majority accuracy for
+	// the most-accurate-first prefixes of the candidates.
+	Predictions []EvalPrediction `json:"predictions"`
 	// Batch is the batch size of EvalSingle.BatchLatencyMS (0 when not measured).
 	Batch  int          `json:"batch,omitempty"`
 	Single []EvalSingle `json:"single"`
-	// Ensembles holds EvalFull, EvalStatic, EvalDynamic, EvalExitExact and EvalExit, in that order.
+	// Ensembles holds EvalFull, EvalStatic, EvalDynamic, EvalExitExact, EvalExit, EvalSelect
+	// and EvalDynamicSelect, in that order.
 	Ensembles []EvalEnsemble `json:"ensembles"`
+}
+
+// EvalPrediction is one ensemble's predicted and measured majority-vote accuracy.
+type EvalPrediction struct {
+	Models []string `json:"models"`
+	// Independent is EnsembleAccuracy (the paper's independence assumption); Correlated is
+	// EnsembleAccuracyCorrelated with the fitted correlation.
+	Independent float64 `json:"independent"`
+	Correlated  float64 `json:"correlated"`
+	// Validation and Test are the measured plain-majority accuracies (one vote per member,
+	// ties to the most accurate member's class).
+	Validation float64 `json:"validation"`
+	Test       float64 `json:"test"`
 }
 
 // Ensemble returns the named strategy's result.
@@ -194,23 +218,35 @@ func (r EvalReport) Ensemble(name string) (EvalEnsemble, bool) {
 	return EvalEnsemble{}, false
 }
 
-// Evaluate runs Cocktail's strategies on real predictions. The candidates are the models
-// meeting c's latency (Table 3: every model faster than the baseline), most accurate first.
-// Five strategies are each run under every voting scheme the answers allow (the soft ones need
-// Answers.Prob): full, static (top ⌊N/2⌋ by accuracy), dynamic (Alg. 1 from the full set,
-// target c.Accuracy), and per-request early exit over the full set, exact and with
-// cfg.EarlyExit's slack. The sample is streamed cfg.Passes times in shuffled order. By default
-// the evaluation is prequential: each request is answered, then its label is fed back (class
-// weights and the dynamic policy learn from it), and every request is scored — from the second
-// pass on, weights include earlier passes over the same images. With cfg.CrossFit, two folds
-// hold labels out instead: in fold one the even-indexed images return labels and the odd ones
-// are scored, fold two swaps them; no reported answer is then voted by weights learned from its
-// own image, at the price of feedback from half the sample (whose accuracy can differ from the
-// whole sample's by a point, which the dynamic policy, chasing a target measured on the whole
-// sample, then over-corrects).
-func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport, error) {
-	if err := a.Validate(); err != nil {
-		return EvalReport{}, err
+// Evaluate runs Cocktail's strategies on real predictions without scoring on what chose: every
+// choice comes from val, the validation answers (held-out training images) — the models'
+// accuracies, hence the candidate ranking, the static membership and the dynamic policy's
+// pool order; the class weights' priors (each model's accuracy, then one Learn over every
+// validation image); the error correlation Select predicts with — and test, the test answers
+// (same models, same order), is scored in cfg.Passes shuffled passes (one by default). The
+// candidates are the models meeting c's latency (Table 3: every model faster than the
+// baseline), most accurate first. Seven strategies are each run under every voting scheme the
+// answers allow (the soft ones need Answers.Prob): full, static (top ⌊N/2⌋), dynamic (Alg. 1
+// from the full set, target c.Accuracy), per-request early exit over the full set, exact and
+// with cfg.EarlyExit's slack, select (O2 with the fitted correlation) and Alg. 1 starting from
+// select's ensemble. The stream is
+// prequential, as at run time: each request is answered, then its label is fed back to the
+// class weights and the dynamic policy; no answer ever sees its own label.
+func Evaluate(val, test Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport, error) {
+	if err := val.Validate(); err != nil {
+		return EvalReport{}, fmt.Errorf("validation %w", err)
+	}
+	if err := test.Validate(); err != nil {
+		return EvalReport{}, fmt.Errorf("test %w", err)
+	}
+	if len(val.Models) != len(test.Models) || (val.Prob == nil) != (test.Prob == nil) {
+		return EvalReport{}, fmt.Errorf("evaluate: %d validation and %d test models (probabilities %v and %v)",
+			len(val.Models), len(test.Models), val.Prob != nil, test.Prob != nil)
+	}
+	for i := range val.Models {
+		if val.Models[i].Name != test.Models[i].Name {
+			return EvalReport{}, fmt.Errorf("evaluate: model %d is %q in validation, %q in test", i, val.Models[i].Name, test.Models[i].Name)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return EvalReport{}, err
@@ -221,59 +257,79 @@ func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport,
 	if err := c.Validate(); err != nil {
 		return EvalReport{}, err
 	}
-	rep := EvalReport{TargetAccuracy: c.Accuracy, LatencyMS: ms64(c.Latency)}
-	if a.BatchLatency != nil {
-		rep.Batch = a.Batch
+	rep := EvalReport{TargetAccuracy: c.Accuracy, LatencyMS: ms64(c.Latency), ValidationImages: len(val.Labels)}
+	if test.BatchLatency != nil {
+		rep.Batch = test.Batch
 	}
-	names := make([]string, len(a.Models))
-	for i, m := range a.Models {
-		names[i] = m.Name
-		right := 0
-		for j, p := range a.Pred[i] {
-			if p == a.Labels[j] {
-				right++
-			}
-		}
-		s := EvalSingle{Model: m.Name, Accuracy: float64(right) / float64(len(a.Labels)), LatencyMS: ms64(m.Latency)}
-		if a.BatchLatency != nil {
-			s.BatchLatencyMS = ms64(a.BatchLatency[i])
+	// The models as choices see them: measured latency and packing factor, validation accuracy.
+	pool := slices.Clone(test.Models)
+	names := make([]string, len(pool))
+	for i := range pool {
+		pool[i].Accuracy = max(val.accuracy(i), 1e-9)
+		names[i] = pool[i].Name
+		s := EvalSingle{Model: pool[i].Name, Accuracy: test.accuracy(i), ValidationAccuracy: val.accuracy(i), LatencyMS: ms64(pool[i].Latency)}
+		if test.BatchLatency != nil {
+			s.BatchLatencyMS = ms64(test.BatchLatency[i])
 		}
 		rep.Single = append(rep.Single, s)
 	}
-	cand := Candidates(a.Models, c, ecfg.LatencyMargin)
+	cand := Candidates(pool, c, ecfg.LatencyMargin)
 	if len(cand) == 0 {
 		return EvalReport{}, fmt.Errorf("evaluate %v: %w", c, ErrNoCandidate)
 	}
-	votings := []Voting{VoteMajority, VoteWeighted}
-	if a.Prob != nil {
-		votings = Votings
-	}
 	all := namesOf(cand)
 	static := all[:max(1, len(all)/2)]
+	row := map[string]int{}
+	for i, n := range names {
+		row[n] = i
+	}
+	var right [][]bool
+	for _, n := range all {
+		r := make([]bool, len(val.Labels))
+		for j, p := range val.Pred[row[n]] {
+			r[j] = p == val.Labels[j]
+		}
+		right = append(right, r)
+	}
+	if len(all) >= 2 {
+		rep.ErrorCorrelation = FitCorrelation(right)
+	}
+	for k := 1; k <= len(all); k++ {
+		acc := accuracies(cand[:k])
+		rep.Predictions = append(rep.Predictions, EvalPrediction{Models: all[:k],
+			Independent: EnsembleAccuracy(acc), Correlated: EnsembleAccuracyCorrelated(acc, rep.ErrorCorrelation),
+			Validation: val.majority(all[:k], row), Test: test.majority(all[:k], row)})
+	}
+	scfg := ecfg
+	scfg.ErrorCorrelation = rep.ErrorCorrelation
+	sel, err := Select(pool, c, scfg)
+	if err != nil {
+		return EvalReport{}, err
+	}
+	prime := func(w *ClassWeights) {
+		preds := make([]Prediction, len(names))
+		for j, label := range val.Labels {
+			for m, n := range names {
+				preds[m] = Prediction{Model: n, Class: val.Pred[m][j]}
+			}
+			w.Learn(preds, label)
+		}
+	}
+	votings := []Voting{VoteMajority, VoteWeighted}
+	if test.Prob != nil {
+		votings = Votings
+	}
 	run := func(name string, models []string, dynamic bool, exit float64) (EvalEnsemble, error) {
 		out := EvalEnsemble{Name: name, Models: models, EarlyExit: exit}
 		for _, v := range votings {
 			s := Strategy{Name: name, Models: models, Dynamic: dynamic, Weighted: v.Weighted(), Soft: v.Soft(), EarlyExit: exit}
-			var sum SimResult
-			folds := 1
-			if cfg.CrossFit {
-				folds = 2
+			r, err := serve(names, cand, s, c, ecfg, cfg.Passes*len(test.Labels), cfg.Rate, test.stream(cfg), prime)
+			if err != nil {
+				return EvalEnsemble{}, err
 			}
-			for fold := range folds {
-				r, err := serve(names, cand, s, c, ecfg, cfg.Passes*len(a.Labels), cfg.Rate, a.stream(cfg, fold))
-				if err != nil {
-					return EvalEnsemble{}, err
-				}
-				sum.Requests += r.Requests
-				sum.Invocations += r.Invocations
-				sum.Accuracy += r.Accuracy * float64(r.Requests)
-				sum.LatencyMS += r.LatencyMS * float64(r.Requests)
-				sum.Changes += r.Changes
-			}
-			out.Votes = append(out.Votes, EvalVoting{Voting: v.String(), Accuracy: sum.Accuracy / float64(sum.Requests),
-				MeanModels: float64(sum.Invocations) / float64(sum.Requests), LatencyMS: sum.LatencyMS / float64(sum.Requests),
-				Changes: sum.Changes})
-			rep.Requests = sum.Requests
+			out.Votes = append(out.Votes, EvalVoting{Voting: v.String(), Accuracy: r.Accuracy,
+				MeanModels: r.MeanModels, LatencyMS: r.LatencyMS, Changes: r.Changes})
+			rep.Requests = r.Requests
 		}
 		return out, nil
 	}
@@ -288,6 +344,8 @@ func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport,
 		{EvalDynamic, all, true, 0},
 		{EvalExitExact, all, false, 1},
 		{EvalExit, all, false, cfg.EarlyExit},
+		{EvalSelect, sel.Names(), false, 0},
+		{EvalDynamicSelect, sel.Names(), true, 0},
 	} {
 		r, err := run(e.name, e.models, e.dynamic, e.exit)
 		if err != nil {
@@ -298,12 +356,38 @@ func Evaluate(a Answers, c Constraint, ecfg Config, cfg EvalConfig) (EvalReport,
 	return rep, nil
 }
 
-// stream returns the request generator of one fold: Passes shuffled passes over the sample;
-// with cross-fitting, images with index parity == fold give feedback and the others are scored,
-// otherwise every image does both.
-func (a Answers) stream(cfg EvalConfig, fold int) func(i int, answer []int, probs [][]float32) request {
+// accuracy returns model m's accuracy on the answers.
+func (a Answers) accuracy(m int) float64 {
+	right := 0
+	for j, p := range a.Pred[m] {
+		if p == a.Labels[j] {
+			right++
+		}
+	}
+	return float64(right) / float64(len(a.Labels))
+}
+
+// majority returns the plain-majority accuracy of the named models (Majority: one vote each,
+// ties to the class voted first, in the given order).
+func (a Answers) majority(models []string, row map[string]int) float64 {
+	right := 0
+	preds := make([]Prediction, len(models))
+	for j, label := range a.Labels {
+		for k, n := range models {
+			preds[k] = Prediction{Model: n, Class: a.Pred[row[n]][j]}
+		}
+		if Majority(preds).Class == label {
+			right++
+		}
+	}
+	return float64(right) / float64(len(a.Labels))
+}
+
+// stream returns the request generator over the answers: Passes shuffled passes, every request
+// scored and its label fed back after the answer.
+func (a Answers) stream(cfg EvalConfig) func(i int, answer []int, probs [][]float32) request {
 	n := len(a.Labels)
-	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(fold)+1))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -319,11 +403,7 @@ func (a Answers) stream(cfg EvalConfig, fold int) func(i int, answer []int, prob
 				probs[m] = a.Prob[m][img*a.Classes : (img+1)*a.Classes]
 			}
 		}
-		if !cfg.CrossFit {
-			return request{label: a.Labels[img], feedback: true, scored: true}
-		}
-		fb := img%2 == fold
-		return request{label: a.Labels[img], feedback: fb, scored: !fb}
+		return request{label: a.Labels[img], feedback: true, scored: true}
 	}
 }
 
@@ -332,8 +412,9 @@ func namesOf(ms []Model) []string { return slices.Clone(names(ms)) }
 func ms64(d interface{ Seconds() float64 }) float64 { return d.Seconds() * 1000 }
 
 // Baseline returns the constraint of Cocktail's Table 3 experiment for the named model (the
-// most accurate on the sample when name is empty, ties to the faster): the ensemble must reach
-// the baseline's sample accuracy with models strictly faster than it. Use it with a
+// most accurate on these answers when name is empty, ties to the faster): the ensemble must
+// reach the baseline's accuracy on them with models strictly faster than it. Call it on
+// validation answers carrying the measured latencies. Use it with a
 // LatencyMargin of 0 when models run in microseconds.
 func (a Answers) Baseline(name string) (Constraint, string, error) {
 	if err := a.Validate(); err != nil {

@@ -11,8 +11,12 @@ import (
 // synthAnswers builds answers for three fast 80 %-accurate models with independent errors and
 // one slow 85 % model, over n images of 10 classes, with class probabilities: a model puts
 // 0.4–1 on its top-1 class and spreads the rest over two other classes.
-func synthAnswers(n int) Answers {
-	rng := rand.New(rand.NewPCG(3, 4))
+func synthAnswers(n int) Answers { return synthAnswersSeed(n, 4) }
+
+// synthAnswersSeed is synthAnswers from another random stream (validation answers of the same
+// models).
+func synthAnswersSeed(n int, seed uint64) Answers {
+	rng := rand.New(rand.NewPCG(3, seed))
 	a := Answers{Models: []Model{
 		{Name: "f1", Latency: time.Millisecond, Accuracy: 0.8, PackingFactor: 4},
 		{Name: "f2", Latency: time.Millisecond, Accuracy: 0.8, PackingFactor: 4},
@@ -64,7 +68,8 @@ func vote(t *testing.T, rep EvalReport, ens string, v Voting) EvalVoting {
 
 func TestEvaluate(t *testing.T) {
 	a := synthAnswers(1000)
-	c, base, err := a.Baseline("")
+	val := synthAnswersSeed(2000, 5)
+	c, base, err := val.Baseline("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +79,7 @@ func TestEvaluate(t *testing.T) {
 	ecfg := DefaultConfig()
 	ecfg.LatencyMargin = 0
 	cfg := EvalConfig{Passes: 10, Rate: 50, Seed: 1, EarlyExit: 0.5}
-	rep, err := Evaluate(a, c, ecfg, cfg)
+	rep, err := Evaluate(val, a, c, ecfg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +93,7 @@ func TestEvaluate(t *testing.T) {
 	full, _ := rep.Ensemble(EvalFull)
 	static, _ := rep.Ensemble(EvalStatic)
 	if rep.Requests != 10000 || len(rep.Single) != 4 || len(full.Models) != 3 || len(static.Models) != 1 ||
-		fmt.Sprint(names) != "[full static dynamic early-exit-exact early-exit]" {
+		fmt.Sprint(names) != "[full static dynamic early-exit-exact early-exit select dynamic-select]" {
 		t.Fatalf("report shape: requests %d singles %d full %v static %v ensembles %v", rep.Requests, len(rep.Single), full.Models, static.Models, names)
 	}
 	bigAcc, bigLat := rep.Single[3].Accuracy, rep.Single[3].LatencyMS
@@ -120,21 +125,14 @@ func TestEvaluate(t *testing.T) {
 	if s, m := vote(t, rep, EvalFull, VoteSoft), vote(t, rep, EvalFull, VoteMajority); s.Accuracy <= m.Accuracy {
 		t.Errorf("soft voting %.4f should beat majority %.4f when wrong models rank the truth second", s.Accuracy, m.Accuracy)
 	}
-	again, _ := Evaluate(a, c, ecfg, cfg)
+	again, _ := Evaluate(val, a, c, ecfg, cfg)
 	if fmt.Sprint(again.Ensembles) != fmt.Sprint(rep.Ensembles) {
 		t.Errorf("Evaluate is not deterministic: %+v then %+v", rep.Ensembles, again.Ensembles)
 	}
-	cfg.CrossFit = true
-	cross, err := Evaluate(a, c, ecfg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cross.Requests != 10000 || vote(t, cross, EvalFull, VoteWeightedSoft).MeanModels != 3 {
-		t.Errorf("cross-fitted report: requests %d, full %+v", cross.Requests, cross.Ensembles[0])
-	}
-	hard := a
+	hard, hval := a, val
 	hard.Prob, hard.Classes = nil, 0
-	hrep, err := Evaluate(hard, c, ecfg, DefaultEvalConfig())
+	hval.Prob, hval.Classes = nil, 0
+	hrep, err := Evaluate(hval, hard, c, ecfg, DefaultEvalConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,26 +146,71 @@ func TestEvaluateRejectsBadInput(t *testing.T) {
 	c := Constraint{time.Second, 0.5}
 	bad := a
 	bad.Pred = bad.Pred[:2]
-	if _, err := Evaluate(bad, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
+	if _, err := Evaluate(a, bad, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
 		t.Error("accepted a missing prediction row")
 	}
-	if _, err := Evaluate(a, c, DefaultConfig(), EvalConfig{Passes: 0, Rate: 1, EarlyExit: 0.5}); err == nil {
+	if _, err := Evaluate(a, a, c, DefaultConfig(), EvalConfig{Passes: 0, Rate: 1, EarlyExit: 0.5}); err == nil {
 		t.Error("accepted zero passes")
 	}
-	if _, err := Evaluate(a, c, DefaultConfig(), EvalConfig{Passes: 1, Rate: 1, EarlyExit: 1}); err == nil {
+	if _, err := Evaluate(a, a, c, DefaultConfig(), EvalConfig{Passes: 1, Rate: 1, EarlyExit: 1}); err == nil {
 		t.Error("accepted an early-exit slack of 1 (the exact exit is always reported)")
 	}
 	ragged := a
 	ragged.Prob = [][]float32{a.Prob[0], a.Prob[1], a.Prob[2], a.Prob[3][:5]}
-	if _, err := Evaluate(ragged, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
+	if _, err := Evaluate(a, ragged, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
 		t.Error("accepted a short probability row")
+	}
+	short := synthAnswersSeed(10, 9)
+	short.Models = short.Models[:3]
+	short.Pred, short.Prob = short.Pred[:3], short.Prob[:3]
+	if _, err := Evaluate(short, a, c, DefaultConfig(), DefaultEvalConfig()); err == nil {
+		t.Error("accepted validation answers of other models")
 	}
 	if _, _, err := a.Baseline("nope"); err == nil {
 		t.Error("accepted an unknown baseline")
 	}
 	tight := DefaultConfig()
 	tight.LatencyMargin = 0
-	if _, err := Evaluate(a, Constraint{time.Microsecond, 0.5}, tight, DefaultEvalConfig()); err == nil {
+	if _, err := Evaluate(a, a, Constraint{time.Microsecond, 0.5}, tight, DefaultEvalConfig()); err == nil {
 		t.Error("accepted a constraint no model meets")
+	}
+}
+
+// TestEvaluateChoosesOnValidation: accuracies, rankings, static membership and the baseline
+// come from the validation answers, and the default run scores each test answer once (issue
+// #18, item 14: they all came from the scored test set, replayed 30 times).
+func TestEvaluateChoosesOnValidation(t *testing.T) {
+	test := synthAnswers(500)
+	val := synthAnswersSeed(800, 6)
+	// In validation f3 is the best fast model; in test f1 is (its answers are made perfect).
+	for j := range val.Labels {
+		val.Pred[2][j] = val.Labels[j]
+	}
+	for j := range test.Labels {
+		test.Pred[0][j] = test.Labels[j]
+	}
+	c, base, err := val.Baseline("big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecfg := DefaultConfig()
+	ecfg.LatencyMargin = 0
+	rep, err := Evaluate(val, test, c, ecfg, DefaultEvalConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, _ := rep.Ensemble(EvalStatic)
+	full, _ := rep.Ensemble(EvalFull)
+	if base != "big" || fmt.Sprint(static.Models) != "[f3]" || full.Models[0] != "f3" {
+		t.Errorf("choices (-want +got):\n-static [f3], full led by f3\n+static %v, full %v", static.Models, full.Models)
+	}
+	if rep.Requests != len(test.Labels) || rep.ValidationImages != len(val.Labels) {
+		t.Errorf("requests %d of %d test answers, validation %d of %d: want one pass", rep.Requests, len(test.Labels), rep.ValidationImages, len(val.Labels))
+	}
+	if s := rep.Single[2]; s.ValidationAccuracy != 1 || s.Accuracy == 1 {
+		t.Errorf("f3 single (-want +got):\n-validation 1, test < 1\n+validation %v, test %v", s.ValidationAccuracy, s.Accuracy)
+	}
+	if s := vote(t, rep, EvalStatic, VoteMajority); s.Accuracy != rep.Single[2].Accuracy {
+		t.Errorf("static [f3] accuracy %v, want f3's test accuracy %v", s.Accuracy, rep.Single[2].Accuracy)
 	}
 }

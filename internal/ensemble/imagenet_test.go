@@ -29,14 +29,15 @@ func imageNetPool(t *testing.T) (*ClassTable, []Model) {
 }
 
 // TestImageNetEnsembles runs Cocktail's comparison on the ImageNet per-class table with the
-// constraint <160 ms, 79 %> (every model is a candidate; the target is the full ensemble's
-// accuracy). Full numbers: go run ./cmd/sloserve ensemble sim (docs/cocktail.md).
+// constraint <160 ms, 77 %> (every model is a candidate; the target lies between the best
+// model's 73.7 % and the full ensemble's 78.6 %: at the full ensemble's own accuracy, only
+// sampling noise ever let Alg. 1 prune, which the confidence bound now refuses). Full numbers: go run ./cmd/sloserve ensemble sim (docs/cocktail.md).
 func TestImageNetEnsembles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 7 x 60k requests")
 	}
 	tab, pool := imageNetPool(t)
-	cmp, err := Compare(tab, pool, Constraint{Latency: 160 * time.Millisecond, Accuracy: 0.79}, DefaultConfig(), DefaultSimConfig(1, 60000))
+	cmp, err := Compare(tab, pool, Constraint{Latency: 160 * time.Millisecond, Accuracy: 0.77}, DefaultConfig(), DefaultSimConfig(1, 60000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,8 @@ func TestImageNetEnsembles(t *testing.T) {
 	if fullPlain.Accuracy <= single.Accuracy {
 		t.Errorf("the full ensemble (%.4f) is not more accurate than the best model (%.4f)", fullPlain.Accuracy, single.Accuracy)
 	}
-	if loss := full.Accuracy - dyn.Accuracy; loss > 0.005 {
-		t.Errorf("dynamic selection loses %.2f pp against the full ensemble, want <= 0.5", 100*loss)
+	if dyn.Accuracy < 0.77 {
+		t.Errorf("dynamic selection's accuracy %.4f misses the 0.77 target", dyn.Accuracy)
 	}
 	if dyn.MeanModels > 0.7*full.MeanModels {
 		t.Errorf("dynamic selection uses %.2f models against %.2f", dyn.MeanModels, full.MeanModels)

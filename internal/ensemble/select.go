@@ -19,7 +19,8 @@ type Selection struct {
 	// Models is the cost-minimal ensemble (O2) whose predicted accuracy meets the target, most
 	// accurate first.
 	Models []Model
-	// PredictedAccuracy is the majority-vote accuracy of Models under the binomial model.
+	// PredictedAccuracy is the majority-vote accuracy of Models under the binomial model
+	// (EnsembleAccuracy), or the correlated one when Config.ErrorCorrelation > 0.
 	PredictedAccuracy float64
 	// Cost is μ_C/(k·inst_cost) = Σ 1/P_f of Models: instances needed per concurrent request.
 	Cost float64
@@ -100,12 +101,12 @@ func Select(models []Model, c Constraint, cfg Config) (Selection, error) {
 	need := c.Accuracy - cfg.AccuracyMargin
 	var best []Model
 	if len(cand) <= cfg.MaxExhaustive {
-		best = exhaustive(cand, need)
+		best = exhaustive(cand, need, cfg.ErrorCorrelation)
 	} else {
-		best = greedy(cand, need)
+		best = greedy(cand, need, cfg.ErrorCorrelation)
 	}
 	s := Selection{Constraint: c, Candidates: cand, Models: best}
-	s.PredictedAccuracy = EnsembleAccuracy(accuracies(best))
+	s.PredictedAccuracy = EnsembleAccuracyCorrelated(accuracies(best), cfg.ErrorCorrelation)
 	s.Cost = cost(best)
 	s.Latency = maxLatency(best)
 	s.Met = s.PredictedAccuracy >= need-1e-12
@@ -120,7 +121,7 @@ func Select(models []Model, c Constraint, cfg Config) (Selection, error) {
 }
 
 // exhaustive returns the O2 optimum over every non-empty subset of cand (cand sorted by accuracy).
-func exhaustive(cand []Model, need float64) []Model {
+func exhaustive(cand []Model, need, rho float64) []Model {
 	n := len(cand)
 	var (
 		bestMask          uint32
@@ -141,7 +142,7 @@ func exhaustive(cand []Model, need float64) []Model {
 				cst += 1 / cand[i].PackingFactor
 			}
 		}
-		p := EnsembleAccuracy(acc)
+		p := EnsembleAccuracyCorrelated(acc, rho)
 		size := len(acc)
 		if p >= need-1e-12 {
 			if !anyMet || better(cst, p, size, bestCost, bestAcc, bestSize) {
@@ -182,10 +183,10 @@ func better(cst, p float64, size int, bc, bp float64, bs int) bool {
 }
 
 // greedy adds candidates by accuracy until the target is met, keeping the best prefix seen.
-func greedy(cand []Model, need float64) []Model {
+func greedy(cand []Model, need, rho float64) []Model {
 	bestN, bestP := 1, -1.0
 	for k := 1; k <= len(cand); k++ {
-		p := EnsembleAccuracy(accuracies(cand[:k]))
+		p := EnsembleAccuracyCorrelated(accuracies(cand[:k]), rho)
 		if p >= need-1e-12 {
 			return slices.Clone(cand[:k])
 		}

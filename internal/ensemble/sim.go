@@ -151,7 +151,7 @@ func Simulate(t *ClassTable, pool []Model, s Strategy, c Constraint, ecfg Config
 		label, feedback := o.Draw(answer)
 		return request{label: label, feedback: feedback, scored: true}
 	}
-	return serve(t.Models, pool, s, c, ecfg, cfg.Requests, cfg.Rate, draw)
+	return serve(t.Models, pool, s, c, ecfg, cfg.Requests, cfg.Rate, draw, nil)
 }
 
 // request is one input of a served stream: its true label, whether the label comes back as
@@ -165,14 +165,15 @@ type request struct {
 // like rows) with every model's top-1 answer to request i — and, when it has them, probs with
 // every model's class probabilities — and describes the request. It is the one serving loop
 // behind Simulate and Evaluate: vote, learn class weights from feedback, and let the dynamic
-// policy step at each interval boundary.
+// policy step at each interval boundary. prime, when not nil, teaches the class weights before
+// the first request (Evaluate: the validation answers).
 //
 // Latency is the slowest queried member's (members run in parallel), except under EarlyExit,
 // where members are queried in stages: first, in parallel, the shortest most-accurate-first
 // prefix whose votes could decide the request on their own, then one member at a time; a
 // request's latency is the slowest member of the first stage plus each later member's.
 func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n int, rate float64,
-	next func(i int, answer []int, probs [][]float32) request) (SimResult, error) {
+	next func(i int, answer []int, probs [][]float32) request, prime func(*ClassWeights)) (SimResult, error) {
 	row := map[string]int{}
 	for i, r := range rows {
 		row[r] = i
@@ -208,6 +209,9 @@ func serve(rows []string, pool []Model, s Strategy, c Constraint, ecfg Config, n
 	weights := NewClassWeights(s.Mode, 0)
 	for _, m := range pool {
 		weights.SetPrior(m.Name, m.Accuracy)
+	}
+	if prime != nil {
+		prime(weights)
 	}
 	tally, err := NewTally(s.Voting(), weights)
 	if err != nil {

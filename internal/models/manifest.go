@@ -16,13 +16,16 @@ type Manifest struct {
 	Classes []string `json:"classes"`
 	// Sample describes the committed labelled sample of test images.
 	Sample SampleInfo `json:"sample"`
+	// Validation describes the committed labelled sample of held-out training images, on which
+	// ensembles measure accuracies, priors and rankings (empty in manifests from before the split).
+	Validation SampleInfo `json:"validation"`
 	// Serving maps the roles "small", "medium", "large" to model names.
 	Serving map[string]string `json:"serving"`
 	// Models lists every bundled model.
 	Models []ModelInfo `json:"models"`
 }
 
-// SampleInfo describes the committed sample of labelled test images.
+// SampleInfo describes a committed sample of labelled images.
 type SampleInfo struct {
 	File   string `json:"file"`
 	Format string `json:"format"`
@@ -47,6 +50,9 @@ type ModelInfo struct {
 	ClassAccuracy []float64 `json:"class_accuracy"`
 	// SampleAccuracy is the top-1 accuracy on the committed sample (fraction).
 	SampleAccuracy float64 `json:"sample_accuracy"`
+	// ValidationAccuracy is the top-1 accuracy on the held-out validation split of the training
+	// file (fraction): what choices are made on.
+	ValidationAccuracy float64 `json:"validation_accuracy"`
 	// Training records how the model was trained.
 	Training TrainingInfo `json:"training"`
 	// SHA256 is the hex digest of the .onnx file.

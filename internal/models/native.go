@@ -63,7 +63,7 @@ type OperatorProfiler interface {
 }
 
 // NativeOps lists the operators the native runtime implements.
-var NativeOps = []string{"Add", "AveragePool", "Flatten", "Gemm", "Identity", "MatMul", "Mul", "Relu", "Reshape", "Sigmoid", "Softmax", "Sub", "Tanh"}
+var NativeOps = []string{"Add", "AveragePool", "Conv", "Cos", "Flatten", "Gemm", "Identity", "MatMul", "Mul", "Relu", "Reshape", "Sigmoid", "Softmax", "Sub", "Tanh"}
 
 func newNative(m *onnx.Model, meta Metadata) (*native, error) {
 	g := &m.Graph

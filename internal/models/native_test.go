@@ -69,6 +69,29 @@ func operatorCases() []opCase {
 			node("Flatten", []string{"pool"}, "y", onnx.IntAttr("axis", 1))},
 			onnx.Int64Tensor("shape", []int64{4}, []int64{-1, 1, 4, 4})),
 			[]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, []int64{1, 16}, []float32{3.5, 5.5, 11.5, 13.5}},
+		// Conv: 1×1×3×3 input, two 2×2 filters, stride 1, pad 1 on top/left only → 3×3 outputs.
+		{"reshape conv pads bias", graphModel(9, 18, []onnx.Node{
+			node("Reshape", []string{"x", "shape"}, "img"),
+			node("Conv", []string{"img", "cw", "cb"}, "conv", onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("pads", 1, 1, 0, 0)),
+			node("Flatten", []string{"conv"}, "y", onnx.IntAttr("axis", 1))},
+			onnx.Int64Tensor("shape", []int64{4}, []int64{-1, 1, 3, 3}),
+			onnx.FloatTensor("cw", []int64{2, 1, 2, 2}, []float32{1, 0, 0, 0, 1, 1, 1, 1}),
+			onnx.FloatTensor("cb", []int64{2}, []float32{0, 0.5})),
+			[]float32{1, 2, 3, 4, 5, 6, 7, 8, 9}, []int64{1, 9},
+			// filter 0 picks the window's top-left pixel (zero in the padding); filter 1 sums it.
+			[]float32{0, 0, 0, 0, 1, 2, 0, 4, 5,
+				1.5, 3.5, 5.5, 5.5, 12.5, 16.5, 11.5, 24.5, 28.5}},
+		{"conv stride 2 two channels", graphModel(8, 1, []onnx.Node{
+			node("Reshape", []string{"x", "shape"}, "img"),
+			node("Conv", []string{"img", "cw"}, "conv", onnx.IntsAttr("strides", 2, 2)),
+			node("Flatten", []string{"conv"}, "y", onnx.IntAttr("axis", 1))},
+			onnx.Int64Tensor("shape", []int64{4}, []int64{-1, 2, 2, 2}),
+			onnx.FloatTensor("cw", []int64{1, 2, 1, 1}, []float32{1, -1})),
+			[]float32{1, 2, 3, 4, 10, 20, 30, 40, 5, 5, 5, 5, 1, 1, 1, 1}, []int64{2, 8},
+			// 1×1 kernel, stride 2 on 2×2 → one output per image: channel 0 − channel 1 at (0,0).
+			[]float32{-9, 4}},
+		{"cos", graphModel(2, 2, []onnx.Node{node("Cos", []string{"x"}, "y")}),
+			[]float32{0, math.Pi}, []int64{1, 2}, []float32{1, -1}},
 		{"sigmoid tanh identity", graphModel(2, 2, []onnx.Node{node("Sigmoid", []string{"x"}, "s"), node("Tanh", []string{"s"}, "t"), node("Identity", []string{"t"}, "y")}),
 			[]float32{0, 100}, []int64{1, 2}, []float32{float32(math.Tanh(0.5)), float32(math.Tanh(1))}},
 	}

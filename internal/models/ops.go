@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas/gonum"
 
@@ -60,6 +61,11 @@ func compileNode(nd onnx.Node, consts []*value) (kernel, error) {
 			return nil, err
 		}
 		return unary(func(x float32) float32 { return float32(math.Tanh(float64(x))) }), nil
+	case "Cos":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return unary(func(x float32) float32 { return float32(math.Cos(float64(x))) }), nil
 	case "Identity":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -88,6 +94,11 @@ func compileNode(nd onnx.Node, consts []*value) (kernel, error) {
 			return nil, err
 		}
 		return compileAvgPool(nd)
+	case "Conv":
+		if err := arity(2, 3); err != nil {
+			return nil, err
+		}
+		return compileConv(nd, consts)
 	}
 	return nil, fmt.Errorf("%w: node %q: operator %s (the native runtime implements %v)", ErrUnsupported, nd.Name, nd.OpType, NativeOps)
 }
@@ -543,4 +554,112 @@ func isFloat(v *value) bool {
 		n *= int(d)
 	}
 	return v.f != nil && len(v.f) == n || n == 0 && v.i == nil
+}
+
+// compileConv implements 2-D Conv (opset 11) on NCHW with group 1 and dilations 1: X [N×C×H×W],
+// W [M×C×kH×kW], optional B [M], explicit pads [top, left, bottom, right] (auto_pad NOTSET).
+// Each image is unfolded into a [C·kH·kW×P] patch matrix (P = OH·OW output positions, one row
+// per kernel tap) and W [M×C·kH·kW] times it gives the image's [M×P] output directly in NCHW
+// order: M·C·kH·kW vector updates of length P, long even for the few filters of small nets
+// (zero weights, such as fixed per-channel filters, are skipped).
+func compileConv(nd onnx.Node, consts []*value) (kernel, error) {
+	if g := nd.AttrInt("group", 1); g != 1 {
+		return nil, fmt.Errorf("%w: node %q: Conv group %d", ErrUnsupported, nd.Name, g)
+	}
+	for _, d := range nd.AttrInts("dilations") {
+		if d != 1 {
+			return nil, fmt.Errorf("%w: node %q: Conv dilations %v", ErrUnsupported, nd.Name, nd.AttrInts("dilations"))
+		}
+	}
+	if a, ok := nd.Attr("auto_pad"); ok && a.S != "" && a.S != "NOTSET" {
+		return nil, fmt.Errorf("%w: node %q: Conv auto_pad %s", ErrUnsupported, nd.Name, a.S)
+	}
+	st := nd.AttrInts("strides")
+	if st == nil {
+		st = []int64{1, 1}
+	}
+	pads := nd.AttrInts("pads")
+	if pads == nil {
+		pads = []int64{0, 0, 0, 0}
+	}
+	if len(st) != 2 || st[0] <= 0 || st[1] <= 0 || len(pads) != 4 || slices.ContainsFunc(pads, func(p int64) bool { return p < 0 }) {
+		return nil, fmt.Errorf("%w: node %q: Conv strides %v pads %v, want 2-D", ErrUnsupported, nd.Name, st, pads)
+	}
+	sh, sw := int(st[0]), int(st[1])
+	pt, pl, pb, pr := int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3])
+	ks := nd.AttrInts("kernel_shape")
+	checkW := func(w *value) error {
+		if len(w.shape) != 4 || !isFloat(w) {
+			return fmt.Errorf("Conv weight has shape %v, want [M×C×kH×kW]", w.shape)
+		}
+		if ks != nil && (len(ks) != 2 || ks[0] != w.shape[2] || ks[1] != w.shape[3]) {
+			return fmt.Errorf("Conv kernel_shape %v does not match weight %v", ks, w.shape)
+		}
+		return nil
+	}
+	if w := consts[1]; w != nil {
+		if err := checkW(w); err != nil {
+			return nil, fmt.Errorf("%w: node %q: %v", ErrUnsupported, nd.Name, err)
+		}
+	}
+	return func(in []*value) (*value, error) {
+		x, w := in[0], in[1]
+		if len(x.shape) != 4 || !isFloat(x) {
+			return nil, fmt.Errorf("Conv input has shape %v, want a float NCHW tensor", x.shape)
+		}
+		if len(w.shape) != 4 || w.shape[1] != x.shape[1] {
+			return nil, fmt.Errorf("Conv weight %v does not match input %v", w.shape, x.shape)
+		}
+		if err := checkW(w); err != nil {
+			return nil, err
+		}
+		n, c, h, wd := int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
+		m, kh, kw := int(w.shape[0]), int(w.shape[2]), int(w.shape[3])
+		oh, ow := (h+pt+pb-kh)/sh+1, (wd+pl+pr-kw)/sw+1
+		if oh < 1 || ow < 1 {
+			return nil, fmt.Errorf("Conv input %v smaller than kernel %v", x.shape, w.shape)
+		}
+		var bias []float32
+		if len(in) > 2 && in[2] != nil {
+			if b := in[2]; !isFloat(b) || len(b.f) != m {
+				return nil, fmt.Errorf("Conv bias has shape %v, want [%d]", b.shape, m)
+			}
+			bias = in[2].f
+		}
+		p, k := oh*ow, c*kh*kw
+		col := make([]float32, k*p)
+		out := make([]float32, n*m*p)
+		for img := 0; img < n; img++ {
+			src := x.f[img*c*h*wd : (img+1)*c*h*wd]
+			clear(col)
+			for ch := 0; ch < c; ch++ {
+				for di := 0; di < kh; di++ {
+					for dj := 0; dj < kw; dj++ {
+						row := col[((ch*kh+di)*kw+dj)*p:]
+						for i := 0; i < oh; i++ {
+							y := i*sh + di - pt
+							if y < 0 || y >= h {
+								continue
+							}
+							for j := 0; j < ow; j++ {
+								if xx := j*sw + dj - pl; xx >= 0 && xx < wd {
+									row[i*ow+j] = src[(ch*h+y)*wd+xx]
+								}
+							}
+						}
+					}
+				}
+			}
+			dst := out[img*m*p : (img+1)*m*p]
+			if bias != nil {
+				for o := 0; o < m; o++ {
+					for q := range p {
+						dst[o*p+q] = bias[o]
+					}
+				}
+			}
+			matmul(dst, w.f, col, m, k, p)
+		}
+		return &value{shape: []int64{int64(n), int64(m), int64(oh), int64(ow)}, f: out}, nil
+	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sloserve/sloserve/internal/models/fashion"
+	"github.com/sloserve/sloserve/internal/models/train"
 )
 
 // The labelled data sets `sloserve ensemble eval --data` accepts.
@@ -14,6 +15,16 @@ const (
 	// DataFull is the full 10,000-image Fashion-MNIST test set, read from the data directory
 	// (Debian dataset-fashion-mnist, fashion.DefaultDir): ±0.3 points.
 	DataFull = "full"
+)
+
+// The validation data that goes with each data set (LoadValidation): held-out training images
+// that no bundled model was trained on.
+const (
+	// ValidationSample is the committed 2,000-image validation sample (200 per class).
+	ValidationSample = "validation sample"
+	// ValidationFull is the whole held-out split: the last train.ValidationSplit images of the
+	// training file.
+	ValidationFull = "validation split"
 )
 
 // DataSets lists the accepted data set names.
@@ -45,6 +56,33 @@ func Load(data, dir string, sample func() (*fashion.Set, error)) (Sample, error)
 	}
 	if err != nil {
 		return Sample{}, fmt.Errorf("data %s: %w", data, err)
+	}
+	return FromSet(set), nil
+}
+
+// LoadValidation returns the validation data that goes with the named data set: for DataSample
+// the committed validation sample (from sample, the bundle's loader), for DataFull the held-out
+// last train.ValidationSplit images of the training file in dir.
+func LoadValidation(data, dir string, sample func() (*fashion.Set, error)) (Sample, error) {
+	var (
+		set *fashion.Set
+		err error
+	)
+	switch data {
+	case DataSample:
+		set, err = sample()
+	case DataFull:
+		if set, err = fashion.Load(dir, "train"); err == nil {
+			if set.Len() <= train.ValidationSplit {
+				return Sample{}, fmt.Errorf("validation data: %d training images, want more than %d", set.Len(), train.ValidationSplit)
+			}
+			set = set.Slice(set.Len()-train.ValidationSplit, set.Len())
+		}
+	default:
+		return Sample{}, fmt.Errorf("validation data %q: want one of %v", data, DataSets)
+	}
+	if err != nil {
+		return Sample{}, fmt.Errorf("validation data %s: %w", data, err)
 	}
 	return FromSet(set), nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sloserve/sloserve/internal/models/fashion"
+	"github.com/sloserve/sloserve/internal/models/train"
 )
 
 func TestLoad(t *testing.T) {
@@ -46,5 +47,26 @@ func TestLoadFull(t *testing.T) {
 		if c != 1000 {
 			t.Errorf("class %d has %d test images, want 1000", k, c)
 		}
+	}
+}
+
+func TestLoadValidation(t *testing.T) {
+	tiny := &fashion.Set{Images: make([]byte, fashion.Pixels), Labels: []uint8{4}}
+	s, err := LoadValidation(DataSample, "", func() (*fashion.Set, error) { return tiny, nil })
+	if err != nil || len(s.Labels) != 1 || s.Labels[0] != 4 {
+		t.Errorf("LoadValidation(sample) = %v labels, %v; want [4]", s.Labels, err)
+	}
+	if _, err := LoadValidation("most", "", nil); err == nil {
+		t.Error("LoadValidation accepted an unknown data set name")
+	}
+	if _, err := os.Stat(fashion.DefaultDir); err != nil {
+		t.Skipf("Fashion-MNIST not installed at %s", fashion.DefaultDir)
+	}
+	full, err := LoadValidation(DataFull, fashion.DefaultDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Labels) != train.ValidationSplit {
+		t.Errorf("full validation split (-want +got): -%d +%d images", train.ValidationSplit, len(full.Labels))
 	}
 }

@@ -88,12 +88,63 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 	if now == nil {
 		now = time.Now
 	}
+	a, err := predict(ctx, cls, s, opts.Batch)
+	if err != nil {
+		return ensemble.Answers{}, err
+	}
+	lat, err := latencies(ctx, cls, s, 1, opts.LatencyRuns, now)
+	if err != nil {
+		return ensemble.Answers{}, err
+	}
+	slowest := time.Duration(0)
+	for i, l := range lat {
+		a.Models[i].Latency = l
+		slowest = max(slowest, l)
+	}
+	for i := range a.Models {
+		a.Models[i].PackingFactor = float64(slowest) / float64(a.Models[i].Latency)
+	}
+	if lb >= 2 {
+		if a.BatchLatency, err = latencies(ctx, cls, s, lb, opts.LatencyRuns, now); err != nil {
+			return ensemble.Answers{}, err
+		}
+		a.Batch = lb
+	}
+	return a, nil
+}
+
+// CollectSplit is Collect over test plus the same classifiers' predictions on val (no latency
+// runs): the validation answers carry the test answers' latencies and packing factors, and
+// their own accuracies (what ensemble.Evaluate chooses with).
+func CollectSplit(ctx context.Context, cls []Classifier, val, test Sample, opts Options) (v, t ensemble.Answers, err error) {
+	if len(val.Labels) == 0 || val.Dim <= 0 || len(val.X) != len(val.Labels)*val.Dim {
+		return v, t, fmt.Errorf("collect: validation sample has %d values for %d rows of %d", len(val.X), len(val.Labels), val.Dim)
+	}
+	if t, err = Collect(ctx, cls, test, opts); err != nil {
+		return v, t, err
+	}
+	if v, err = predict(ctx, cls, val, opts.Batch); err != nil {
+		return v, t, err
+	}
+	for i := range v.Models {
+		acc := v.Models[i].Accuracy
+		v.Models[i] = t.Models[i]
+		v.Models[i].Accuracy = acc
+	}
+	v.Batch, v.BatchLatency = t.Batch, t.BatchLatency
+	return v, t, nil
+}
+
+// predict runs every classifier over the sample in batches: predictions (argmax of the first
+// output, which is also kept as the class probabilities) and accuracies.
+func predict(ctx context.Context, cls []Classifier, s Sample, batch int) (ensemble.Answers, error) {
+	n := len(s.Labels)
 	a := ensemble.Answers{Labels: s.Labels}
 	for _, c := range cls {
 		pred := make([]int, 0, n)
 		var prob []float32
-		for from := 0; from < n; from += opts.Batch {
-			to := min(n, from+opts.Batch)
+		for from := 0; from < n; from += batch {
+			to := min(n, from+batch)
 			out, k, err := run(ctx, c, s, from, to)
 			if err != nil {
 				return ensemble.Answers{}, err
@@ -119,24 +170,6 @@ func Collect(ctx context.Context, cls []Classifier, s Sample, opts Options) (ens
 		a.Models = append(a.Models, ensemble.Model{Name: c.Name, Accuracy: max(float64(right)/float64(n), 1e-9), PackingFactor: 1})
 		a.Pred = append(a.Pred, pred)
 		a.Prob = append(a.Prob, prob)
-	}
-	lat, err := latencies(ctx, cls, s, 1, opts.LatencyRuns, now)
-	if err != nil {
-		return ensemble.Answers{}, err
-	}
-	slowest := time.Duration(0)
-	for i, l := range lat {
-		a.Models[i].Latency = l
-		slowest = max(slowest, l)
-	}
-	for i := range a.Models {
-		a.Models[i].PackingFactor = float64(slowest) / float64(a.Models[i].Latency)
-	}
-	if lb >= 2 {
-		if a.BatchLatency, err = latencies(ctx, cls, s, lb, opts.LatencyRuns, now); err != nil {
-			return ensemble.Answers{}, err
-		}
-		a.Batch = lb
 	}
 	return a, nil
 }

@@ -20,6 +20,15 @@ import (
 // SampleFile is the file name of the committed labelled sample inside the bundle directory.
 const SampleFile = "sample-1000.idx.gz"
 
+// ValidationFile is the file name of the committed labelled validation sample: images of the
+// training file's held-out split, which no bundled model was trained on.
+const ValidationFile = "validation-2000.idx.gz"
+
+// ValidationSplit is the number of images at the end of the 60,000-image training file held out
+// from training: model accuracies, voting priors and rankings are measured on them (never on
+// the test set, EVALUATION.md rule 5).
+const ValidationSplit = 10000
+
 // ManifestFile is the file name of the manifest inside the bundle directory.
 const ManifestFile = "manifest.json"
 
@@ -33,27 +42,36 @@ type BundleConfig struct {
 	Train Config
 	// Models restricts the run to these model names; empty means all of Bundled().
 	Models []string
-	// TrainLimit uses only the first TrainLimit training images (0 = all 60,000); for quick runs.
+	// TrainLimit uses only the first TrainLimit training images (0 = all 50,000 before the
+	// validation split); for quick runs.
 	TrainLimit int
 	// SamplePerClass is the number of test images per class in the sample (default 100 → 1,000).
 	SamplePerClass int
+	// ValidationPerClass is the number of validation images per class in the committed
+	// validation sample (default 200 → 2,000).
+	ValidationPerClass int
 }
 
 // DefaultBundleConfig returns the configuration `make models` uses.
 func DefaultBundleConfig() BundleConfig {
 	c := DefaultConfig()
 	c.Epochs = 0
-	return BundleConfig{Out: "models", DataDir: fashion.DefaultDir, Train: c, SamplePerClass: 100}
+	return BundleConfig{Out: "models", DataDir: fashion.DefaultDir, Train: c, SamplePerClass: 100, ValidationPerClass: 200}
 }
 
-// Bundle trains the bundled models, exports them to ONNX, evaluates each with the native runtime
-// on the full test set and on the sample, and writes <Out>/<name>.onnx, the sample and the manifest.
+// Bundle trains the bundled models on the first 50,000 training images, exports them to ONNX,
+// evaluates each with the native runtime on the held-out last ValidationSplit training images,
+// the full test set and the sample, and writes <Out>/<name>.onnx, the sample, the validation
+// sample and the manifest.
 func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = fashion.DefaultDir
 	}
 	if cfg.SamplePerClass <= 0 {
 		cfg.SamplePerClass = 100
+	}
+	if cfg.ValidationPerClass <= 0 {
+		cfg.ValidationPerClass = 200
 	}
 	log := cfg.Train.Log
 	if log == nil {
@@ -71,10 +89,15 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		}
 		specs = sel
 	}
-	trainSet, err := fashion.Load(cfg.DataDir, "train")
+	trainFile, err := fashion.Load(cfg.DataDir, "train")
 	if err != nil {
 		return nil, err
 	}
+	if trainFile.Len() <= ValidationSplit {
+		return nil, fmt.Errorf("bundle: %d training images, need more than the %d held out", trainFile.Len(), ValidationSplit)
+	}
+	valSet := trainFile.Slice(trainFile.Len()-ValidationSplit, trainFile.Len())
+	trainSet := trainFile.Slice(0, trainFile.Len()-ValidationSplit)
 	if cfg.TrainLimit > 0 && cfg.TrainLimit < trainSet.Len() {
 		trainSet = trainSet.Slice(0, cfg.TrainLimit)
 	}
@@ -93,12 +116,22 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 	if err := os.WriteFile(filepath.Join(cfg.Out, SampleFile), sb.Bytes(), 0o644); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
+	valSample := stratifiedSample(valSet, cfg.ValidationPerClass)
+	sb.Reset()
+	if err := fashion.WriteSample(&sb, valSample); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Out, ValidationFile), sb.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
 	man := &models.Manifest{
 		Dataset:    "Fashion-MNIST (Debian dataset-fashion-mnist): 60,000 training and 10,000 test images",
 		InputScale: "pixel/255, row-major 28x28 (784 float32 per image)",
 		Classes:    fashion.ClassNames[:],
 		Sample: models.SampleInfo{File: SampleFile, Format: "gzip of an idx3 images stream followed by an idx1 labels stream",
 			Images: sample.Len(), Selection: fmt.Sprintf("the first %d test images of each class, in test-set order", cfg.SamplePerClass)},
+		Validation: models.SampleInfo{File: ValidationFile, Format: "gzip of an idx3 images stream followed by an idx1 labels stream",
+			Images: valSample.Len(), Selection: fmt.Sprintf("the first %d images of each class among the last %d of the training file, which no model was trained on", cfg.ValidationPerClass, ValidationSplit)},
 		Serving: map[string]string{},
 	}
 	for _, spec := range specs {
@@ -132,6 +165,10 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bundle %s: %w", spec.Arch.Name, err)
 		}
+		vacc, _, err := Evaluate(ctx, r, valSet)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", spec.Arch.Name, err)
+		}
 		sum := sha256.Sum256(b)
 		var ops []string
 		for _, n := range res.Model.Graph.Nodes {
@@ -142,7 +179,7 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		man.Models = append(man.Models, models.ModelInfo{
 			Name: spec.Arch.Name, File: file, Architecture: spec.Arch.Description,
 			Params: meta.Params, Nodes: meta.Nodes, Operators: ops, Inputs: meta.Inputs, Outputs: meta.Outputs,
-			Accuracy: round4(acc), ClassAccuracy: roundAll(perClass), SampleAccuracy: round4(sacc),
+			Accuracy: round4(acc), ClassAccuracy: roundAll(perClass), SampleAccuracy: round4(sacc), ValidationAccuracy: round4(vacc),
 			Training: models.TrainingInfo{Seed: tc.Seed, Epochs: tc.Epochs, BatchSize: tc.BatchSize, Optimizer: "adam(0.9,0.999,1e-8)",
 				LearningRate: tc.LearningRate, LRDecay: tc.LRDecay, TrainImages: trainSet.Len(), FinalLoss: round4(res.FinalLoss)},
 			SHA256: hex.EncodeToString(sum[:]),
@@ -150,8 +187,8 @@ func Bundle(ctx context.Context, cfg BundleConfig) (*models.Manifest, error) {
 		if spec.Role != "" {
 			man.Serving[spec.Role] = spec.Arch.Name
 		}
-		fmt.Fprintf(log, "bundle %s: %d params, test accuracy %.4f, sample accuracy %.4f, trained in %s\n",
-			spec.Arch.Name, meta.Params, acc, sacc, res.Elapsed.Round(1e9))
+		fmt.Fprintf(log, "bundle %s: %d params, validation accuracy %.4f, test accuracy %.4f, sample accuracy %.4f, trained in %s\n",
+			spec.Arch.Name, meta.Params, vacc, acc, sacc, res.Elapsed.Round(1e9))
 	}
 	if len(cfg.Models) > 0 {
 		mergeExisting(man, filepath.Join(cfg.Out, ManifestFile))

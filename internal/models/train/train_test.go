@@ -3,6 +3,9 @@ package train
 import (
 	"bytes"
 	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sloserve/sloserve/internal/models"
@@ -34,8 +37,8 @@ func TestTrainLearnsAndExports(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Epochs = 3
 	for _, spec := range Bundled() {
-		if spec.Arch.Name != "logreg" && spec.Arch.Name != "pool-mlp64" && spec.Arch.Name != "branch2" && spec.Arch.Name != "pool3s2-mlp256" {
-			continue // one chain, two pooled front ends, one two-branch DAG keep the test quick
+		if spec.Arch.Name != "logreg" && spec.Arch.Name != "pool-mlp64" && spec.Arch.Name != "branch2" && spec.Arch.Name != "cnn8x16" && spec.Arch.Name != "rff1024" {
+			continue // one chain, a pooled front end, a two-branch DAG, a CNN and a random-features model keep the test quick
 		}
 		t.Run(spec.Arch.Name, func(t *testing.T) {
 			res, err := Train(context.Background(), spec.Arch, set, cfg)
@@ -212,5 +215,52 @@ func TestConfigValidate(t *testing.T) {
 		if err := a.Validate(); err == nil {
 			t.Errorf("arch %s: Validate = nil, want an error", a.Name)
 		}
+	}
+}
+
+// TestExportMatchesTrainer checks that the ONNX export of every layer kind (Conv with its
+// position-major → NCHW conversion, fixed filters, random Fourier features) computes what the
+// trainer computes: the native runtime's probabilities equal the trainer's softmax.
+func TestExportMatchesTrainer(t *testing.T) {
+	set := stripes(64)
+	cfg := DefaultConfig()
+	cfg.Epochs = 1
+	for _, name := range []string{"cnn8x16", "hog-mlp128", "rff1024"} {
+		t.Run(name, func(t *testing.T) {
+			i := slices.IndexFunc(Bundled(), func(s Spec) bool { return s.Arch.Name == name })
+			if i < 0 {
+				t.Fatalf("no bundled model %q", name)
+			}
+			arch := Bundled()[i].Arch
+			if err := arch.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			n := newNet(arch, rand.New(rand.NewPCG(3, 4)))
+			const bs = 5
+			x := set.Floats(nil, 0, bs)
+			z := logits(n.forward(x, bs))
+			r, _, err := models.Open(onnx.Marshal(n.export(nil)), models.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Run(context.Background(), []models.Tensor{{Name: InputName, Shape: []int64{bs, fashion.Pixels}, Data: x}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for row := range bs {
+				zr := z[row*10 : (row+1)*10]
+				mx := zr[Argmax(zr)]
+				var sum float64
+				for _, v := range zr {
+					sum += math.Exp(float64(v - mx))
+				}
+				for c, v := range zr {
+					want := math.Exp(float64(v-mx)) / sum
+					if got := float64(out[0].Data[row*10+c]); math.Abs(got-want) > 1e-4 {
+						t.Fatalf("image %d class %d (-want +got): -%.6f +%.6f", row, c, want, got)
+					}
+				}
+			}
+		})
 	}
 }
