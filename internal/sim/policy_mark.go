@@ -80,7 +80,11 @@ type markPolicy struct {
 	fc    forecast.Forecaster
 }
 
-func newMark(env Env) (Policy, error) {
+func newMark(env Env) (Policy, error) { return newMarkWith(env, nil) }
+
+// newMarkWith is newMark with the forecaster fc instead of the configured one when fc is not nil
+// (tests give a forecast that is wrong on purpose).
+func newMarkWith(env Env, fc forecast.Forecaster) (Policy, error) {
 	o := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
 		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB,
 		SLOMonitor: slomon.DefaultConfig()}
@@ -114,9 +118,10 @@ func newMark(env Env) (Policy, error) {
 	if _, ok := cand.Cheapest(); !ok {
 		return Policy{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
 	}
-	fc, err := forecast.New(o.Forecaster, forecast.DefaultOptions())
-	if err != nil {
-		return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
+	if fc == nil {
+		if fc, err = forecast.New(o.Forecaster, forecast.DefaultOptions()); err != nil {
+			return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
+		}
 	}
 	sc, err := mark.New(mark.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
 		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
