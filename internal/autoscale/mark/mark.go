@@ -38,8 +38,9 @@ type Candidates struct {
 var ErrNoProfile = errors.New("no profile for type")
 
 // Tune builds the candidates for model m over the named catalog types (every type the model is
-// profiled on when names is empty): batching.TuneFixed gives each type its (N_batch, W_batch)
-// within the batching budget rt (MArk §4.3); capacity is μ* times the type's slots; burstable
+// profiled on when names is empty): batching.TuneFixedSlots gives each type its (N_batch,
+// W_batch) within the batching budget rt (MArk §4.3), with the no-batching rate μ*_nb of all
+// its slots; capacity is μ* times the type's slots; burstable
 // types are standbys only (§3.2: they cannot sustain full speed); with spot, every type with a
 // spot price adds its "<type>/spot" variant. Names the catalog does not know are skipped.
 func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, spot bool) (Candidates, error) {
@@ -57,8 +58,12 @@ func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, 
 		if !ok {
 			return Candidates{}, fmt.Errorf("model %s: %w %q", m.Name, ErrNoProfile, name)
 		}
-		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0, batching.TuneFixed)
-		t.Capacity *= float64(max(b.Slots, 1))
+		slots := max(b.Slots, 1)
+		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0,
+			func(c profile.Curve, rt time.Duration, maxBatch int) (int, time.Duration, float64) {
+				return batching.TuneFixedSlots(c, rt, maxBatch, slots)
+			})
+		t.Capacity *= float64(slots)
 		if it.Kind == cost.KindBurstable {
 			if t.Feasible && c.Standby.Name == "" {
 				c.Standby = t

@@ -2,6 +2,7 @@ package mark
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -149,5 +150,29 @@ func TestMarkScalerForgetsGoneInterruptions(t *testing.T) {
 	s.Scale(autoscale.Snapshot{Fleet: fleet[1:]}, now.Add(2*time.Second))
 	if len(s.seen) != 0 {
 		t.Errorf("seen = %v after a left the fleet, want empty", s.seen)
+	}
+}
+
+// TestTuneCountsSlotsInNoBatchingRate (issue #18 item 5): T_1 = 100 ms, T_2 = 150 ms. With one
+// slot a batch of 2 beats serving them one by one (150 ≤ 200 ms); with four slots the instance
+// serves two requests in 50 ms without batching, so the rule keeps N_batch = 1.
+func TestTuneCountsSlotsInNoBatchingRate(t *testing.T) {
+	c, err := profile.NewCurve([]profile.Point{{Batch: 1, Time: 100 * time.Millisecond}, {Batch: 2, Time: 150 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := cost.DefaultCatalog()
+	for _, tc := range []struct {
+		slots, wantBatch int
+		wantCap          float64
+	}{{1, 2, 2 / 0.15}, {4, 1, 4 / 0.1}} {
+		m := profile.Model{Name: "m", VM: map[string]profile.Backend{"c5.large": {Curve: c, Slots: tc.slots}}}
+		cand, err := Tune(&cat, m, nil, 300*time.Millisecond, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cand.Types[0]; got.MaxBatch != tc.wantBatch || math.Abs(got.Capacity-tc.wantCap) > 1e-9 {
+			t.Errorf("slots %d: N_batch %d μ* %.2f, want %d and %.2f", tc.slots, got.MaxBatch, got.Capacity, tc.wantBatch, tc.wantCap)
+		}
 	}
 }
