@@ -40,6 +40,10 @@ type MarkOptions struct {
 	// Forecaster is the forecasting method (forecast.Methods()); default ewma — the backtest's
 	// best cheap method on the Twitter trace; lstm trains TrainStepsPerUnit steps every unit.
 	Forecaster string `yaml:"forecaster"`
+	// ForecastModel is a pre-trained LSTM file (`sloserve forecast train --out`; relative to
+	// the config file): the forecaster starts from it instead of an untrained net, as MArk's
+	// predictor is trained offline on history (§4.2). It implies forecaster lstm.
+	ForecastModel string `yaml:"forecast_model"`
 	// TrainStepsPerUnit is how many LSTM steps run at every completed unit (0: 20).
 	TrainStepsPerUnit int `yaml:"train_steps_per_unit"`
 	// Spot adds every type's spot market variant ("<type>/spot") to the candidates (MArk-spot).
@@ -67,6 +71,11 @@ type MarkOptions struct {
 	// admission.Config.Margin); the mark policy's default is RT_max / 20, 30 ms at 600 ms
 	// (DefaultMarkBouncerMarginDivisor says why).
 	BouncerMargin time.Duration `yaml:"bouncer_margin"`
+}
+
+// resolvePaths makes ForecastModel relative to the config file.
+func (o *MarkOptions) resolvePaths(resolve func(string) string) {
+	o.ForecastModel = resolve(o.ForecastModel)
 }
 
 // markPolicy is the MArk scaler (internal/autoscale/mark, the same object the live controller
@@ -119,7 +128,18 @@ func newMarkWith(env Env, fc forecast.Forecaster) (Policy, error) {
 		return Policy{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
 	}
 	if fc == nil {
-		if fc, err = forecast.New(o.Forecaster, forecast.DefaultOptions()); err != nil {
+		fo := forecast.DefaultOptions()
+		if o.ForecastModel != "" {
+			if o.Forecaster != "lstm" && o.Forecaster != "ewma" {
+				return Policy{}, fmt.Errorf("mark.forecast_model: a pre-trained LSTM, but forecaster is %q", o.Forecaster)
+			}
+			m, err := forecast.ReadLSTMModelFile(o.ForecastModel)
+			if err != nil {
+				return Policy{}, fmt.Errorf("mark.forecast_model: %w", err)
+			}
+			o.Forecaster, fo.LSTM = "lstm", &m
+		}
+		if fc, err = forecast.New(o.Forecaster, fo); err != nil {
 			return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
 		}
 	}
