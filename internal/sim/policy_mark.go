@@ -32,7 +32,7 @@ func init() {
 // draining at Σμ* (p2.xlarge batches and c5.large singles share it). With no margin these late
 // admissions were most of the misses: 97.9 % attainment on the bursty burst300-2 trace (MArk
 // §5.1 setting) against 99.3 % with 30 ms, at the same cost; on Twitter and fn4 the margin
-// costs nothing and lifts attainment from 0.9994 and 0.9975 to 0.9999 and 0.9998 (docs/mark.md).
+// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/mark.md).
 const DefaultMarkBouncerMarginDivisor = 20
 
 // MarkOptions configures the mark policy (policies.mark in a sim config).
