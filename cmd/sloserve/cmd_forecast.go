@@ -39,6 +39,7 @@ func runForecastTrain(ctx context.Context, args []string, e env) error {
 	c := forecast.DefaultLSTMConfig()
 	mc := forecast.DefaultMonitorConfig()
 	steps := fs.Int("steps", 3000, "training steps (mini-batches of windows sampled from the whole trace)")
+	first := fs.Int("units", 0, "train on the first N units only (0: all); with 'backtest --warmup N' no scored unit is seen in training")
 	fs.IntVar(&c.Horizon, "horizon", c.Horizon, "units the net predicts (P_w)")
 	fs.IntVar(&c.Lags, "lags", c.Lags, "past units in each input window")
 	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "LSTM cells")
@@ -55,6 +56,8 @@ func runForecastTrain(ctx context.Context, args []string, e env) error {
 		return usagef("forecast train: --out is required")
 	case *steps <= 0:
 		return usagef("forecast train: --steps: must be > 0, got %d", *steps)
+	case *first < 0:
+		return usagef("forecast train: --units: must be >= 0, got %d", *first)
 	}
 	c.Window = max(c.Window, c.Lags+c.Horizon+1)
 	if err := c.Validate(); err != nil {
@@ -70,6 +73,9 @@ func runForecastTrain(ctx context.Context, args []string, e env) error {
 	units, err := countSeries(tr).UnitMaxima(mc)
 	if err != nil {
 		return fmt.Errorf("forecast train: %w", err)
+	}
+	if *first > 0 && *first < len(units) {
+		units = units[:*first]
 	}
 	if err := ctx.Err(); err != nil {
 		return err

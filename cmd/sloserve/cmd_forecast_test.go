@@ -79,11 +79,11 @@ func TestForecastBacktestTable(t *testing.T) {
 func TestForecastTrainThenBacktest(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "model.json")
 	var out, errOut bytes.Buffer
-	args := []string{"forecast", "train", "--trace", forecastFixture, "--out", model, "--horizon", "5", "--lags", "4", "--hidden", "4", "--steps", "20"}
+	args := []string{"forecast", "train", "--trace", forecastFixture, "--out", model, "--horizon", "5", "--lags", "4", "--hidden", "4", "--steps", "20", "--units", "15"}
 	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
 		t.Fatalf("run(%v): %v", args, err)
 	}
-	if !strings.Contains(out.String(), "20 steps") {
+	if !strings.Contains(out.String(), "15 units") || !strings.Contains(out.String(), "20 steps") {
 		t.Errorf("train output %q lacks the step count", out.String())
 	}
 	out.Reset()
@@ -114,6 +114,7 @@ func TestForecastTrainUsageErrors(t *testing.T) {
 		{"no trace", []string{"forecast", "train", "--out", "m.json"}, "--trace"},
 		{"no out", []string{"forecast", "train", "--trace", forecastFixture}, "--out"},
 		{"zero steps", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--steps", "0"}, "--steps"},
+		{"negative units", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--units", "-1"}, "--units"},
 		{"bad lags", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--lags", "0"}, "--lags"},
 		{"missing model", []string{"forecast", "backtest", "--trace", forecastFixture, "--model", "/nonexistent/m.json"}, "--model"},
 		{"bad model", []string{"forecast", "backtest", "--trace", forecastFixture, "--model", bad}, "--model"},
