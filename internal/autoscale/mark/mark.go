@@ -485,8 +485,8 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 		}
 		m.judging, m.recovered = false, false
 		d.Reason = ReasonSLO
-	} else if m.judging && sd.Reason == slomon.ReasonMet {
-		m.recovered = true
+	} else if m.judging {
+		m.recovered = sd.Reason == slomon.ReasonMet // a violation in the cool-down un-recovers
 	}
 	if replan || !now.Before(m.nextPlan) {
 		m.nextPlan = now.Add(m.unit)
