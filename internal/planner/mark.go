@@ -156,8 +156,8 @@ type Plan struct {
 	// Target is the largest headroomed forecast rate from now on, in requests/s (launches cover
 	// the steps from now+τ; running instances, with Bridge, the earlier ones).
 	Target float64
-	// Cost is the plan's cost over the planning window: P_i × window for every instance plus
-	// O_i for every launched one, in US dollars.
+	// Cost is the plan's cost over the planning window (from now+τ): P_i × window for every
+	// instance, bridges included, plus O_i for every launched one, in US dollars.
 	Cost float64
 	// SurplusCost is the rent the surplus running instances still cost before the cool-down
 	// lets them go: P_i × CoolDown for each, in US dollars. Dropping a running instance is not
@@ -388,15 +388,13 @@ func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig,
 	}
 	plan.bridge(rs, byName, kept, early, windowH)
 	plan.Target = math.Max(plan.Target, early)
-	var rest []string
 	for _, t := range names {
 		for _, id := range runIDs[t] {
 			if !kept[id] {
-				rest = append(rest, id)
+				plan.Surplus = append(plan.Surplus, id)
 			}
 		}
 	}
-	plan.Surplus = append(plan.Surplus, rest...)
 	if len(plan.Bridge) > 0 {
 		keptOf := map[string]int{}
 		for _, r := range rs {
