@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -17,14 +18,87 @@ import (
 // runForecast dispatches 'sloserve forecast <sub>'.
 func runForecast(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("forecast: missing subcommand (want: backtest)")
+		return usagef("forecast: missing subcommand (want: backtest, train)")
 	}
 	switch args[0] {
 	case "backtest":
 		return runForecastBacktest(ctx, args[1:], e)
+	case "train":
+		return runForecastTrain(ctx, args[1:], e)
 	default:
-		return usagef("forecast: unknown subcommand %q (want: backtest)", args[0])
+		return usagef("forecast: unknown subcommand %q (want: backtest, train)", args[0])
 	}
+}
+
+// runForecastTrain trains the LSTM on a whole trace's unit maxima and writes the model
+// (forecast.TrainLSTM) for 'forecast backtest --model' and policies.mark.forecast_model.
+func runForecastTrain(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("forecast train", flag.ContinueOnError)
+	tracePath := fs.String("trace", "", "trace `file` to train on (any format internal/trace reads)")
+	out := fs.String("out", "", "model `file` to write (JSON)")
+	c := forecast.DefaultLSTMConfig()
+	mc := forecast.DefaultMonitorConfig()
+	steps := fs.Int("steps", 3000, "training steps (mini-batches of windows sampled from the whole trace)")
+	first := fs.Int("units", 0, "train on the first N units only (0: all); with 'backtest --warmup N' no scored unit is seen in training")
+	fs.IntVar(&c.Horizon, "horizon", c.Horizon, "units the net predicts (P_w)")
+	fs.IntVar(&c.Lags, "lags", c.Lags, "past units in each input window")
+	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "LSTM cells")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initialisation and sampling")
+	fs.DurationVar(&mc.Unit, "unit", mc.Unit, "prediction unit P_u")
+	fs.DurationVar(&mc.SampleInterval, "sample", mc.SampleInterval, "arrival-rate sample interval P_s")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *tracePath == "":
+		return usagef("forecast train: --trace is required")
+	case *out == "":
+		return usagef("forecast train: --out is required")
+	case *steps <= 0:
+		return usagef("forecast train: --steps: must be > 0, got %d", *steps)
+	case *first < 0:
+		return usagef("forecast train: --units: must be >= 0, got %d", *first)
+	}
+	c.Window = max(c.Window, c.Lags+c.Horizon+1)
+	if err := c.Validate(); err != nil {
+		return usagef("forecast train: --hidden/--lags/--horizon: %v", err)
+	}
+	if err := mc.Validate(); err != nil {
+		return usagef("forecast train: --unit/--sample: %v", err)
+	}
+	tr, err := trace.Open(*tracePath)
+	if err != nil {
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	units, err := countSeries(tr).UnitMaxima(mc)
+	if err != nil {
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	if *first > 0 && *first < len(units) {
+		units = units[:*first]
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := forecast.TrainLSTM(units, c, *steps)
+	if err != nil {
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	if err := forecast.WriteLSTMModel(f, m); err != nil {
+		f.Close()
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("forecast train: %w", err)
+	}
+	_, err = fmt.Fprintf(e.stdout, "trained lstm on %s: %d units of %v, %d steps (%.1f s) → %s\n",
+		filepath.Base(*tracePath), len(units), mc.Unit, m.Trained, time.Since(start).Seconds(), *out)
+	return err
 }
 
 // backtestReport is the --json output of 'forecast backtest'.
@@ -53,6 +127,7 @@ func runForecastBacktest(ctx context.Context, args []string, e env) error {
 	fs.IntVar(&bc.TrainStepsPerOrigin, "train-steps-per-origin", bc.TrainStepsPerOrigin, "LSTM training steps at every later origin")
 	fs.IntVar(&o.Season, "season", o.Season, "Holt-Winters seasonal period in units")
 	seed := fs.Uint64("seed", o.Seed, "seed of the LSTM")
+	modelPath := fs.String("model", "", "pre-trained LSTM `file` ('forecast train --out'): the lstm method starts from it; --train-steps then defaults to 0")
 	methods := fs.String("methods", strings.Join(forecast.Methods(), ","), "comma-separated methods: "+strings.Join(forecast.Methods(), ", "))
 	fs.DurationVar(&mc.Unit, "unit", mc.Unit, "prediction unit P_u")
 	fs.DurationVar(&mc.SampleInterval, "sample", mc.SampleInterval, "arrival-rate sample interval P_s")
@@ -63,6 +138,18 @@ func runForecastBacktest(ctx context.Context, args []string, e env) error {
 		return usagef("forecast backtest: --trace is required")
 	}
 	o.Seed = *seed
+	if *modelPath != "" {
+		m, err := forecast.ReadLSTMModelFile(*modelPath)
+		if err != nil {
+			return usagef("forecast backtest: --model: %v", err)
+		}
+		o.LSTM = &m
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "train-steps" })
+		if !set {
+			bc.InitialTrainSteps = 0
+		}
+	}
 	if err := bc.Validate(); err != nil {
 		return usagef("forecast backtest: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,62 @@ func TestForecastBacktestTable(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestForecastTrainThenBacktest: 'forecast train' writes a model that 'forecast backtest
+// --model' loads: the LSTM then runs no initial training (--train-steps defaults to 0) and
+// scores a forecast from the pre-trained net.
+func TestForecastTrainThenBacktest(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "model.json")
+	var out, errOut bytes.Buffer
+	args := []string{"forecast", "train", "--trace", forecastFixture, "--out", model, "--horizon", "5", "--lags", "4", "--hidden", "4", "--steps", "20", "--units", "15"}
+	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
+		t.Fatalf("run(%v): %v", args, err)
+	}
+	if !strings.Contains(out.String(), "15 units") || !strings.Contains(out.String(), "20 steps") {
+		t.Errorf("train output %q lacks the step count", out.String())
+	}
+	out.Reset()
+	args = []string{"forecast", "backtest", "--trace", forecastFixture, "--model", model, "--methods", "lstm", "--warmup", "8", "--horizon", "5",
+		"--stride", "2", "--train-steps-per-origin", "0", "--json"}
+	if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
+		t.Fatalf("run(%v): %v", args, err)
+	}
+	var got backtestReport
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	if len(got.Scores) != 1 || got.Scores[0].Method != "lstm" || got.Config.InitialTrainSteps != 0 || got.Scores[0].TrainSteps != 0 {
+		t.Errorf("report %+v: want one lstm score with no training in the backtest", got)
+	}
+}
+
+func TestForecastTrainUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"format":"keras"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"no trace", []string{"forecast", "train", "--out", "m.json"}, "--trace"},
+		{"no out", []string{"forecast", "train", "--trace", forecastFixture}, "--out"},
+		{"zero steps", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--steps", "0"}, "--steps"},
+		{"negative units", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--units", "-1"}, "--units"},
+		{"bad lags", []string{"forecast", "train", "--trace", forecastFixture, "--out", "m.json", "--lags", "0"}, "--lags"},
+		{"missing model", []string{"forecast", "backtest", "--trace", forecastFixture, "--model", "/nonexistent/m.json"}, "--model"},
+		{"bad model", []string{"forecast", "backtest", "--trace", forecastFixture, "--model", bad}, "--model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, nil, &out, &errOut)
+			var ue *usageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.flag) {
+				t.Errorf("run(%v) error = %v, want a usage error (exit status 2) naming %s", tc.args, err, tc.flag)
+			}
+		})
 	}
 }

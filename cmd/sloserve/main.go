@@ -34,7 +34,7 @@ var commands = map[string]command{
 	"sim":       {"replay a trace through the policies in the discrete-event simulator", runSim},
 	"load":      {"open-loop, trace-driven load generator against a live gateway", runLoad},
 	"bench":     {"measurements: 'bench gateway' (added latency and throughput of the gateway)", runBench},
-	"forecast":  {"forecaster evaluation: 'forecast backtest --trace FILE'", runForecast},
+	"forecast":  {"forecaster evaluation: 'forecast backtest --trace FILE [--model M]', 'forecast train --trace FILE --out M'", runForecast},
 	"plan":      {"planners: 'plan batch' (BATCH serverless batching optimiser)", runPlan},
 	"profile":   {"measure service time per batch size (and per operator) of a model", runProfile},
 	"report":    {"render figures and an HTML page from a run directory", runReport},

@@ -83,6 +83,16 @@ func (f *Fixed) MaxWait() time.Duration { return f.w }
 // extrapolation. n == 0 (with w == 0 and rate == 0) means the instance type cannot meet RT_max
 // even without batching (T_1 > RT_max).
 func TuneFixed(curve profile.Curve, rtMax time.Duration, maxBatch int) (n int, w time.Duration, rate float64) {
+	return TuneFixedSlots(curve, rtMax, maxBatch, 1)
+}
+
+// TuneFixedSlots is TuneFixed for an instance that serves slots batches concurrently: without
+// batching it serves slots requests per T_1, so μ*_nb = slots/T_1 and the second bound is
+// W_batch + T_b ≤ b·T_1/slots — waiting longer to fill a batch than the instance takes to serve
+// its requests one by one on all its slots does not pay. The returned rate is per slot
+// (N_batch / T_{N_batch}); the instance's is slots times it. slots ≤ 1 is TuneFixed.
+func TuneFixedSlots(curve profile.Curve, rtMax time.Duration, maxBatch, slots int) (n int, w time.Duration, rate float64) {
+	slots = max(slots, 1)
 	if maxBatch <= 0 {
 		maxBatch = curve.MaxMeasured()
 	}
@@ -92,7 +102,10 @@ func TuneFixed(curve profile.Curve, rtMax time.Duration, maxBatch int) (n int, w
 	}
 	for b := 1; b <= maxBatch; b++ {
 		tb := curve.ServiceTime(b)
-		bound := time.Duration(b) * t1 // b / μ*_nb
+		bound := time.Duration(b) * t1 / time.Duration(slots) // b / μ*_nb
+		if b == 1 {
+			bound = t1 // no batching: no window, T_1 ≤ RT_max alone
+		}
 		if rtMax < bound {
 			bound = rtMax
 		}

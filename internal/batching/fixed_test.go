@@ -169,3 +169,21 @@ func TestNewUnknown(t *testing.T) {
 		t.Errorf("extending a Builtin copy changed the built-ins: %d names, want %d", got, want)
 	}
 }
+
+// TestTuneFixedSlots: μ*_nb counts every slot; one slot is TuneFixed.
+func TestTuneFixedSlots(t *testing.T) {
+	c, err := profile.NewCurve([]profile.Point{{Batch: 1, Time: 100 * time.Millisecond}, {Batch: 2, Time: 150 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, w1, r1 := TuneFixed(c, 300*time.Millisecond, 0)
+	if n, w, r := TuneFixedSlots(c, 300*time.Millisecond, 0, 1); n != n1 || w != w1 || r != r1 {
+		t.Errorf("one slot: (%d, %v, %v), TuneFixed (%d, %v, %v)", n, w, r, n1, w1, r1)
+	}
+	if n, w, _ := TuneFixedSlots(c, 300*time.Millisecond, 0, 4); n != 1 || w != 0 {
+		t.Errorf("four slots: N_batch %d W_batch %v, want 1 and 0 (two requests take 50 ms unbatched)", n, w)
+	}
+	if n, _, _ := TuneFixedSlots(c, 50*time.Millisecond, 0, 4); n != 0 {
+		t.Errorf("T_1 above RT_max: N_batch %d, want 0", n)
+	}
+}

@@ -38,6 +38,9 @@ type Options struct {
 	Season int
 	// Seed makes stochastic methods (the LSTM's initialisation and sampling) deterministic.
 	Seed uint64
+	// LSTM, when set, is a pre-trained model (TrainLSTM, `sloserve forecast train`) the lstm
+	// method starts from instead of an untrained net; its own horizon and seed apply.
+	LSTM *LSTMModel
 }
 
 // DefaultOptions returns Horizon = P_w = 60 units, a daily season of 1440 one-minute units, seed 1.
@@ -72,6 +75,9 @@ func factories() map[string]Factory {
 		},
 		"ar": func(Options) (Forecaster, error) { return NewAR(DefaultARConfig()) },
 		"lstm": func(o Options) (Forecaster, error) {
+			if o.LSTM != nil {
+				return NewLSTMFromModel(*o.LSTM)
+			}
 			c := DefaultLSTMConfig()
 			c.Horizon, c.Seed = o.Horizon, o.Seed
 			return NewLSTM(c)

@@ -80,8 +80,10 @@ type LSTM struct {
 	m, v    []float64 // Adam moments
 	t       int       // Adam step count
 	trained int
-	// scales, refreshed at each Train call from the training window
+	// scales, refreshed at each Train call from the training window unless fixed (a loaded
+	// model keeps the scaling its weights were trained with)
 	dScale, lScale, lMean float64
+	fixedScales           bool
 	// offsets into params
 	oWx, oWh, oB, oV, oC int
 	ws                   lstmWork
@@ -306,7 +308,9 @@ func (l *LSTM) Train(steps int) int {
 	if steps <= 0 || len(x) < L+K+1 {
 		return 0
 	}
-	l.refreshScales(x)
+	if !l.fixedScales {
+		l.refreshScales(x)
+	}
 	lo, hi := L+1, len(x)-K // window end positions: x[end-L-1 .. end-1] inputs, x[end .. end+K-1] targets
 	for range steps {
 		clear(l.grads)

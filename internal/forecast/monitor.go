@@ -144,6 +144,14 @@ func (m *Monitor) closeUnit() {
 // History returns a copy of the completed unit maxima (requests/s), oldest first.
 func (m *Monitor) History() []float64 { return append([]float64(nil), m.history...) }
 
+// Last returns the last completed unit's maximum (requests/s; 0 before the first unit).
+func (m *Monitor) Last() float64 {
+	if len(m.history) == 0 {
+		return 0
+	}
+	return m.history[len(m.history)-1]
+}
+
 // Len returns the number of completed units retained.
 func (m *Monitor) Len() int { return len(m.history) }
 

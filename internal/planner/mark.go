@@ -104,8 +104,9 @@ type Forecast struct {
 
 // MarkConfig configures the MArk planner.
 type MarkConfig struct {
-	// Lookahead is τ: steps that end before now+τ are not planned for (new instances could not
-	// be ready for them; the serverless tier covers them).
+	// Lookahead is τ: launches are planned for the steps from now+τ on (a new instance could not
+	// be ready for earlier ones; the serverless tier covers what the fleet cannot); keep and
+	// surplus are decided over every step from now on (Plan.Bridge).
 	Lookahead time.Duration
 	// Headroom multiplies every forecast rate before it is covered (≥ 1).
 	Headroom float64
@@ -144,15 +145,19 @@ type Plan struct {
 	// Surplus lists the ids of running instances not in the plan (Alg. 1's "destroy" set before
 	// the cool-down).
 	Surplus []string
+	// Bridge lists the ids in Keep that only the steps before now+τ need: the forecast there is
+	// above what the rest of the plan keeps, and no launch can be ready before now+τ.
+	Bridge []string
 	// Terminate lists the ids to terminate now: surplus for at least the cool-down (set by
 	// Mark.Step; Schedule leaves it empty).
 	Terminate []string
 	// Capacity is the planned capacity (kept + launched), in requests/s.
 	Capacity float64
-	// Target is the largest headroomed forecast rate the plan covers, in requests/s.
+	// Target is the largest headroomed forecast rate from now on, in requests/s (launches cover
+	// the steps from now+τ; running instances, with Bridge, the earlier ones).
 	Target float64
-	// Cost is the plan's cost over the planning window: P_i × window for every instance plus
-	// O_i for every launched one, in US dollars.
+	// Cost is the plan's cost over the planning window (from now+τ): P_i × window for every
+	// instance, bridges included, plus O_i for every launched one, in US dollars.
 	Cost float64
 	// SurplusCost is the rent the surplus running instances still cost before the cool-down
 	// lets them go: P_i × CoolDown for each, in US dollars. Dropping a running instance is not
@@ -199,6 +204,13 @@ type candidate struct {
 // c5.large for a second p2.xlarge (0.3 % cheaper per hour) and back every few minutes, paying
 // a launch and two cool-downs per swap (MArk §5.1 Twitter run: 41 p2.xlarge launches against
 // 22 with the rent counted, 3.5 % of the cost; docs/mark.md).
+//
+// Alg. 1 plans from τ on; the instances already running are also needed before τ. So keep and
+// surplus are decided over [now, end] and launches over [now + τ, end]: when the plan keeps
+// less than the largest forecast step before now+τ, running instances it would drop are kept
+// as a bridge (Plan.Bridge), ready ones and the cheapest per request first. Without it a
+// cool-down shorter than τ (2 min against 5) terminated capacity the forecast still showed
+// (issue #18: 19 of 22 c5.large at minute 2 under 100 req/s forecast until minute 5).
 //
 // Schedule is pure; Terminate is left empty (the cool-down is Mark's job).
 func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig, now time.Time) (Plan, error) {
@@ -259,22 +271,28 @@ func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig,
 		return Plan{}, ErrNoFeasibleType
 	}
 
-	// The planning window: steps from the one containing now+τ to the end.
-	first := int(now.Add(c.Lookahead).Sub(f.Start) / f.Step)
-	if first < 0 {
-		first = 0
+	// The launch window: steps from the one containing now+τ to the end. The keep window starts
+	// earlier, at the step containing now: steps in [now, now+τ) can only be served by running
+	// instances (bridge, below).
+	stepOf := func(at time.Time) int {
+		return min(max(int(at.Sub(f.Start)/f.Step), 0), len(f.Rates)-1)
 	}
-	if first > len(f.Rates)-1 {
-		first = len(f.Rates) - 1
-	}
-	target := make([]float64, len(f.Rates)-first)
-	for i := range target {
-		v := f.Rates[first+i]
+	first, cur := stepOf(now.Add(c.Lookahead)), stepOf(now)
+	rate := func(i int) float64 {
+		v := f.Rates[i]
 		if !(v > 0) || math.IsNaN(v) {
 			v = 0
 		}
-		target[i] = v * c.Headroom
+		return v * c.Headroom
+	}
+	target := make([]float64, len(f.Rates)-first)
+	for i := range target {
+		target[i] = rate(first + i)
 		plan.Target = math.Max(plan.Target, target[i])
+	}
+	early := 0.0 // the largest headroomed rate of the steps in [now, now+τ)
+	for i := cur; i < first; i++ {
+		early = math.Max(early, rate(i))
 	}
 	windowH := f.Step.Hours() * float64(len(target))
 	stepH, stepS := f.Step.Hours(), f.Step.Seconds()
@@ -368,6 +386,8 @@ func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig,
 	for _, id := range plan.Keep {
 		kept[id] = true
 	}
+	plan.bridge(rs, byName, kept, early, windowH)
+	plan.Target = math.Max(plan.Target, early)
 	for _, t := range names {
 		for _, id := range runIDs[t] {
 			if !kept[id] {
@@ -375,7 +395,61 @@ func Schedule(types []InstanceType, running []Running, f Forecast, c MarkConfig,
 			}
 		}
 	}
+	if len(plan.Bridge) > 0 {
+		keptOf := map[string]int{}
+		for _, r := range rs {
+			if kept[r.ID] {
+				keptOf[r.Type]++
+			}
+		}
+		plan.SurplusCost = dropped + surplusCost(byName, runIDs, keptOf, c.CoolDown)
+	}
 	return plan, nil
+}
+
+// bridge keeps running instances the plan drops while the kept ones (launching or ready) cannot
+// cover early, the largest forecast rate before now+τ: launches made now are not ready before
+// then, so only the running fleet can serve those steps. Ready instances go first, then the
+// cheapest per request/s, oldest first within a price (rs is sorted ready first, oldest first).
+// A running instance the forecast needs before τ is never surplus, whatever the cool-down.
+func (p *Plan) bridge(rs []Running, byName map[string]InstanceType, kept map[string]bool, early, windowH float64) {
+	var have float64
+	for _, r := range rs {
+		if kept[r.ID] {
+			have += byName[r.Type].Capacity
+		}
+	}
+	// Short by more than rounding, as the single-type cover's ⌈gap/C_i − 1e-9⌉.
+	short := func(t InstanceType) bool { return (early-have)/t.Capacity > 1e-9 }
+	var spare []Running
+	for _, r := range rs {
+		if t, ok := byName[r.Type]; ok && usable(t) && !kept[r.ID] {
+			spare = append(spare, r)
+		}
+	}
+	sort.SliceStable(spare, func(i, j int) bool {
+		if spare[i].Ready != spare[j].Ready {
+			return spare[i].Ready
+		}
+		ti, tj := byName[spare[i].Type], byName[spare[j].Type]
+		return ti.PricePerHour/ti.Capacity < tj.PricePerHour/tj.Capacity
+	})
+	for _, r := range spare {
+		t := byName[r.Type]
+		if !short(t) {
+			break
+		}
+		kept[r.ID] = true
+		have += t.Capacity
+		p.Keep = append(p.Keep, r.ID)
+		p.Bridge = append(p.Bridge, r.ID)
+		p.Capacity += t.Capacity
+		p.Cost += t.PricePerHour * windowH
+	}
+	if len(p.Bridge) == 0 {
+		return
+	}
+	p.Reasons = append(p.Reasons, fmt.Sprintf("bridge %d running until now+τ: the forecast needs %.1f req/s before launches can be ready, kept capacity %.1f", len(p.Bridge), early, have))
 }
 
 // usable reports whether a type can be a candidate.

@@ -167,7 +167,8 @@ func TestScheduleGreedyOvershootFallsBackToSingleType(t *testing.T) {
 // TestScheduleSingleTypeCountsSurplusRent: B is 2 % cheaper per request than A, and Alg. 1's
 // greedy picks one new B for 50 req/s over the five running A. The swap saves $0.01 over the
 // window; the five A still cost $0.17 during a 2 min cool-down, so the running fleet is kept.
-// With no cool-down, or one too short to cost $0.01 (5 s), the swap pays.
+// With no cool-down, or one too short to cost $0.01 (5 s), the swap pays; the five A are then
+// kept as a bridge (Plan.Bridge: B cannot be ready before now+τ), so no rent is dropped yet.
 func TestScheduleSingleTypeCountsSurplusRent(t *testing.T) {
 	types := []InstanceType{
 		{Name: "A", PricePerHour: 1, Capacity: 10, Feasible: true, LaunchDelay: time.Minute},
@@ -184,8 +185,8 @@ func TestScheduleSingleTypeCountsSurplusRent(t *testing.T) {
 		wantRent   float64
 	}{
 		{2 * time.Minute, map[string]int{}, 5, 0},
-		{0, map[string]int{"B": 1}, 0, 0},
-		{5 * time.Second, map[string]int{"B": 1}, 0, 5 * 1 * 5.0 / 3600},
+		{0, map[string]int{"B": 1}, 5, 0},
+		{5 * time.Second, map[string]int{"B": 1}, 5, 0},
 	} {
 		t.Run(tc.cool.String(), func(t *testing.T) {
 			cfg := DefaultMarkConfig()
@@ -341,7 +342,8 @@ func TestScheduleTooManyInstances(t *testing.T) {
 }
 
 // TestScheduleProperties checks Alg. 1's invariants on random catalogs, fleets and forecasts:
-// the plan's capacity covers every headroomed forecast step from τ on; no type that cannot meet
+// the plan's capacity covers every headroomed forecast step from τ on; the kept running
+// instances cover every step from now on as far as the running fleet can; no type that cannot meet
 // the SLO is launched or kept; the plan never costs more than the cheapest single-type cover
 // (both with the cool-down rent of the running instances they drop);
 // every running instance is either kept or surplus, exactly once.
@@ -431,11 +433,33 @@ func TestScheduleProperties(t *testing.T) {
 		if math.Abs(surplusRent-p.SurplusCost) > 1e-9 {
 			t.Fatalf("iter %d: SurplusCost %.6f, rent of Surplus over the cool-down %.6f", iter, p.SurplusCost, surplusRent)
 		}
+		// Keep/surplus over [now, end]: the kept capacity covers every step from now on, or
+		// every usable running instance is kept; bridges are kept instances only.
+		cur := max(0, min(len(f.Rates)-1, int(t0.Sub(f.Start)/f.Step)))
+		var keptCap, usableCap float64
+		for _, id := range p.Keep {
+			keptCap += capOf[typeOf[id]]
+		}
+		for _, r := range running {
+			if feasible[r.Type] {
+				usableCap += capOf[r.Type]
+			}
+		}
+		for s := cur; s < first; s++ {
+			if need := f.Rates[s] * cfg.Headroom; keptCap < need-1e-6 && keptCap < usableCap-1e-6 {
+				t.Fatalf("iter %d: step %d before τ needs %.2f req/s, kept %.2f of %.2f running", iter, s, need, keptCap, usableCap)
+			}
+		}
+		for _, id := range p.Bridge {
+			if !slices.Contains(p.Keep, id) {
+				t.Fatalf("iter %d: bridge %s not kept", iter, id)
+			}
+		}
 		// Never above the cheapest single-type cover, each counting the cool-down rent of the
-		// running instances it drops.
+		// running instances it drops (a bridge is kept for steps the cover does not plan).
 		windowH := float64(len(f.Rates)-first) / 60
 		for _, ty := range types {
-			if !ty.Feasible {
+			if !ty.Feasible || len(p.Bridge) > 0 {
 				continue
 			}
 			nRun := 0
@@ -485,5 +509,51 @@ func BenchmarkSchedule(b *testing.B) {
 		if _, err := Schedule(catalog(), running, f, cfg, t0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMarkKeepsWhatTheForecastNeedsBeforeTau: 22 ready c5.large, a forecast of 100 req/s (22
+// c5.large) until minute 5 and 10 req/s after, τ = 5 min, cool-down 2 min. Launches are
+// planned from now+τ, but keep/surplus over [now, end]: nothing may go while the forecast
+// still needs it (issue #18 item 2: 19 of 22 were terminated at minute 2–3), and the 19 the
+// low rate does not need go one cool-down after minute 5.
+func TestMarkKeepsWhatTheForecastNeedsBeforeTau(t *testing.T) {
+	cfg := DefaultMarkConfig()
+	cfg.Headroom, cfg.Lookahead, cfg.CoolDown = 1, 5*time.Minute, 2*time.Minute
+	m, err := NewMark(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fleet []Running
+	for i := range 22 {
+		fleet = append(fleet, Running{ID: string(rune('a' + i)), Type: "c5.large", Ready: true, Launched: t0.Add(-time.Hour + time.Duration(i)*time.Second)})
+	}
+	f := flatForecast(10, 60)
+	for i := range 5 {
+		f.Rates[i] = 100
+	}
+	for minute := range 9 {
+		now := t0.Add(time.Duration(minute) * time.Minute)
+		p, err := m.Step(catalog(), fleet, f, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if minute == 7 {
+			want = 19
+		}
+		if len(p.Terminate) != want || len(p.Launch) != 0 {
+			t.Errorf("minute %d: Terminate %v Launch %v, want %d terminated and no launch; reasons: %s", minute, p.Terminate, p.Launch, want, strings.Join(p.Reasons, "; "))
+		}
+		if minute < 5 && len(p.Keep) != 22 {
+			t.Errorf("minute %d: kept %d, want all 22 (the forecast needs 100 req/s before minute 5)", minute, len(p.Keep))
+		}
+		alive := fleet[:0]
+		for _, r := range fleet {
+			if !slices.Contains(p.Terminate, r.ID) {
+				alive = append(alive, r)
+			}
+		}
+		fleet = alive
 	}
 }

@@ -197,8 +197,17 @@ func (c *FileConfig) Decoder(policy string) func(v any) error {
 		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("policies.%s: %w", policy, err)
 		}
+		if r, ok := v.(pathResolver); ok {
+			r.resolvePaths(c.path)
+		}
 		return nil
 	}
+}
+
+// pathResolver is implemented by policy options that name files: relative paths in a config
+// file are relative to the file's directory.
+type pathResolver interface {
+	resolvePaths(resolve func(string) string)
 }
 
 // LoadModel builds the model profile the file describes (DefaultModel when it names none).

@@ -32,7 +32,7 @@ func init() {
 // draining at Σμ* (p2.xlarge batches and c5.large singles share it). With no margin these late
 // admissions were most of the misses: 97.9 % attainment on the bursty burst300-2 trace (MArk
 // §5.1 setting) against 99.3 % with 30 ms, at the same cost; on Twitter and fn4 the margin
-// costs nothing and lifts attainment from 0.9994 and 0.9975 to 0.9999 and 0.9998 (docs/mark.md).
+// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/mark.md).
 const DefaultMarkBouncerMarginDivisor = 20
 
 // MarkOptions configures the mark policy (policies.mark in a sim config).
@@ -40,6 +40,10 @@ type MarkOptions struct {
 	// Forecaster is the forecasting method (forecast.Methods()); default ewma — the backtest's
 	// best cheap method on the Twitter trace; lstm trains TrainStepsPerUnit steps every unit.
 	Forecaster string `yaml:"forecaster"`
+	// ForecastModel is a pre-trained LSTM file (`sloserve forecast train --out`; relative to
+	// the config file): the forecaster starts from it instead of an untrained net, as MArk's
+	// predictor is trained offline on history (§4.2). It implies forecaster lstm.
+	ForecastModel string `yaml:"forecast_model"`
 	// TrainStepsPerUnit is how many LSTM steps run at every completed unit (0: 20).
 	TrainStepsPerUnit int `yaml:"train_steps_per_unit"`
 	// Spot adds every type's spot market variant ("<type>/spot") to the candidates (MArk-spot).
@@ -69,6 +73,11 @@ type MarkOptions struct {
 	BouncerMargin time.Duration `yaml:"bouncer_margin"`
 }
 
+// resolvePaths makes ForecastModel relative to the config file.
+func (o *MarkOptions) resolvePaths(resolve func(string) string) {
+	o.ForecastModel = resolve(o.ForecastModel)
+}
+
 // markPolicy is the MArk scaler (internal/autoscale/mark, the same object the live controller
 // drives) plus the simulator's router; both are called from the engine's one goroutine. types,
 // unit, mon and fc are the scaler's own, exposed for the sloserve policy.
@@ -80,7 +89,11 @@ type markPolicy struct {
 	fc    forecast.Forecaster
 }
 
-func newMark(env Env) (Policy, error) {
+func newMark(env Env) (Policy, error) { return newMarkWith(env, nil) }
+
+// newMarkWith is newMark with the forecaster fc instead of the configured one when fc is not nil
+// (tests give a forecast that is wrong on purpose).
+func newMarkWith(env Env, fc forecast.Forecaster) (Policy, error) {
 	o := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
 		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB,
 		SLOMonitor: slomon.DefaultConfig()}
@@ -114,9 +127,21 @@ func newMark(env Env) (Policy, error) {
 	if _, ok := cand.Cheapest(); !ok {
 		return Policy{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
 	}
-	fc, err := forecast.New(o.Forecaster, forecast.DefaultOptions())
-	if err != nil {
-		return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
+	if fc == nil {
+		fo := forecast.DefaultOptions()
+		if o.ForecastModel != "" {
+			if o.Forecaster != "lstm" && o.Forecaster != "ewma" {
+				return Policy{}, fmt.Errorf("mark.forecast_model: a pre-trained LSTM, but forecaster is %q", o.Forecaster)
+			}
+			m, err := forecast.ReadLSTMModelFile(o.ForecastModel)
+			if err != nil {
+				return Policy{}, fmt.Errorf("mark.forecast_model: %w", err)
+			}
+			o.Forecaster, fo.LSTM = "lstm", &m
+		}
+		if fc, err = forecast.New(o.Forecaster, fo); err != nil {
+			return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
+		}
 	}
 	sc, err := mark.New(mark.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
 		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,

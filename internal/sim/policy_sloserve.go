@@ -730,3 +730,6 @@ func (p *prefixed) Decide(q batching.Queue, now time.Time) batching.Decision {
 	d.Reason = r
 	return d
 }
+
+// resolvePaths makes the embedded MArk options' files relative to the config file.
+func (o *SloserveOptions) resolvePaths(resolve func(string) string) { o.Mark.resolvePaths(resolve) }

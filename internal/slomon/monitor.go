@@ -113,6 +113,14 @@ func (m *Monitor) Observe(met bool) {
 	}
 }
 
+// Reset forgets the judged requests without touching the cool-down: the next decision waits
+// for M new requests. The MArk scaler calls it when a reactive launch is ready, so that the
+// SLO is judged on requests served with it.
+func (m *Monitor) Reset() {
+	clear(m.ring)
+	m.next, m.n, m.misses = 0, 0, 0
+}
+
 // Attainment returns the fraction of the judged requests that met the threshold (1 when none).
 func (m *Monitor) Attainment() float64 {
 	if m.n == 0 {
@@ -138,8 +146,7 @@ func (m *Monitor) Decide(now time.Time) Decision {
 		d.Reason, d.Launch, d.Type = ReasonViolated, m.cfg.Launch, m.cfg.Type
 		m.coolUntil = now.Add(m.cfg.CoolDown)
 		d.Next = m.coolUntil
-		clear(m.ring)
-		m.next, m.n, m.misses = 0, 0, 0
+		m.Reset()
 	}
 	return d
 }

@@ -77,3 +77,34 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("DefaultConfig invalid: %v", err)
 	}
 }
+
+// TestMonitorReset: Reset forgets the window (the next decision waits for M new requests) and
+// keeps the cool-down.
+func TestMonitorReset(t *testing.T) {
+	c := DefaultConfig()
+	c.Window = 4
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 5, 25, 0, 0, 0, 0, time.UTC)
+	for range 4 {
+		m.Observe(false)
+	}
+	if d := m.Decide(now); d.Launch != 1 {
+		t.Fatalf("Decide = %+v, want a launch", d)
+	}
+	for range 4 {
+		m.Observe(false)
+	}
+	m.Reset()
+	if d := m.Decide(now.Add(time.Minute)); d.Reason != ReasonWarmingUp || m.Attainment() != 1 {
+		t.Errorf("after Reset: %+v attainment %v, want warming up with nothing judged", d, m.Attainment())
+	}
+	for range 4 {
+		m.Observe(false)
+	}
+	if d := m.Decide(now.Add(2 * time.Minute)); d.Reason != ReasonCoolDown {
+		t.Errorf("after Reset, violation at 2 min: %q, want %q (the cool-down is kept)", d.Reason, ReasonCoolDown)
+	}
+}

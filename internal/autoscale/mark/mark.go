@@ -38,8 +38,9 @@ type Candidates struct {
 var ErrNoProfile = errors.New("no profile for type")
 
 // Tune builds the candidates for model m over the named catalog types (every type the model is
-// profiled on when names is empty): batching.TuneFixed gives each type its (N_batch, W_batch)
-// within the batching budget rt (MArk §4.3); capacity is μ* times the type's slots; burstable
+// profiled on when names is empty): batching.TuneFixedSlots gives each type its (N_batch,
+// W_batch) within the batching budget rt (MArk §4.3), with the no-batching rate μ*_nb of all
+// its slots; capacity is μ* times the type's slots; burstable
 // types are standbys only (§3.2: they cannot sustain full speed); with spot, every type with a
 // spot price adds its "<type>/spot" variant. Names the catalog does not know are skipped.
 func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, spot bool) (Candidates, error) {
@@ -57,8 +58,12 @@ func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, 
 		if !ok {
 			return Candidates{}, fmt.Errorf("model %s: %w %q", m.Name, ErrNoProfile, name)
 		}
-		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0, batching.TuneFixed)
-		t.Capacity *= float64(max(b.Slots, 1))
+		slots := max(b.Slots, 1)
+		t := planner.Tune(planner.InstanceType{Name: name, PricePerHour: it.PricePerHour, LaunchDelay: it.LaunchDelay.Median}, b.Curve, rt, 0,
+			func(c profile.Curve, rt time.Duration, maxBatch int) (int, time.Duration, float64) {
+				return batching.TuneFixedSlots(c, rt, maxBatch, slots)
+			})
+		t.Capacity *= float64(slots)
 		if it.Kind == cost.KindBurstable {
 			if t.Feasible && c.Standby.Name == "" {
 				c.Standby = t
@@ -149,7 +154,12 @@ type Scaler struct {
 	unit     time.Duration
 	lastSeen time.Time
 	nextPlan time.Time
-	seen     map[string]bool // interrupted ids already handled
+	seen     map[string]bool // interrupted ids already handled, while still in the fleet
+	// reactive are the SLO monitor's launches (§4.4), outside the plan until the SLO recovers;
+	// judging is set once they are all ready and the SLO window restarted on their service.
+	reactive  []reactiveLaunch
+	judging   bool
+	recovered bool // the SLO met SL_min over a full window judged with them ready
 	// fleet view for the Bouncer, refreshed at every Scale
 	drain   float64
 	slowest time.Duration
@@ -301,6 +311,65 @@ func (m *Scaler) Admit(queued, slots, free int, deadline, now time.Time) bool {
 	return d.Admit
 }
 
+// reactiveLaunch is one instance the SLO monitor launched: its type, when, and the fleet id it
+// was matched to ("" until the provider's instance shows up in a snapshot).
+type reactiveLaunch struct {
+	typ   string
+	at    time.Time
+	id    string
+	ready bool
+}
+
+// trackReactive matches the SLO monitor's launches to fleet members — an unmatched launch takes
+// the oldest launching or ready member of its type launched at or after it and not matched yet
+// — and forgets those whose instance is gone, or that no member matched within one plan period
+// (the provider did not launch it). It returns the ids of the matched ones.
+func (m *Scaler) trackReactive(fleet []autoscale.Member, now time.Time) map[string]bool {
+	if len(m.reactive) == 0 {
+		return nil
+	}
+	live := make(map[string]autoscale.Member, len(fleet))
+	for _, f := range fleet {
+		if f.State == provider.StateLaunching || f.State == provider.StateReady {
+			live[f.ID] = f
+		}
+	}
+	ids := map[string]bool{}
+	for _, r := range m.reactive {
+		if r.id != "" {
+			ids[r.id] = true
+		}
+	}
+	kept := m.reactive[:0]
+	for _, r := range m.reactive {
+		if r.id == "" {
+			var pick autoscale.Member
+			for _, f := range fleet {
+				if _, ok := live[f.ID]; ok && f.Type == r.typ && !ids[f.ID] && !f.Launched.Before(r.at) &&
+					(pick.ID == "" || f.Launched.Before(pick.Launched) || (f.Launched.Equal(pick.Launched) && f.ID < pick.ID)) {
+					pick = f
+				}
+			}
+			if pick.ID != "" {
+				r.id = pick.ID
+				ids[r.id] = true
+			}
+		}
+		f, ok := live[r.id]
+		switch {
+		case r.id == "" && now.Sub(r.at) < m.unit:
+		case !ok:
+			delete(ids, r.id)
+			continue
+		default:
+			r.ready = f.State == provider.StateReady
+		}
+		kept = append(kept, r)
+	}
+	m.reactive = kept
+	return ids
+}
+
 // Reasons of the Scaler's decisions.
 const (
 	ReasonPlan      = "mark: plan (Alg. 1)"
@@ -314,6 +383,16 @@ const (
 // seen yet, resumes standbys for newly interrupted spot instances (§4.5), lets the SLO monitor
 // launch (§4.4), and every P_u runs Alg. 1 over the forecast with the running fleet as
 // zero-overhead candidates; surplus instances are terminated after the planner's cool-down.
+//
+// The SLO monitor's launches add capacity the forecast did not ask for, so they are not the
+// plan's: they serve outside it until the SLO recovers — all of them ready, then a full window
+// of M requests at SL_min or better — and the plan alone covers the load they served (its
+// capacity reaches the last unit's peak); only then do they join the running fleet the plan
+// sees. Released on recovery alone, a forecast that stays wrong made a 12-minute sawtooth:
+// released, terminated after the cool-down, missed, launched again.
+// Counted as running they were surplus at once (Schedule keeps ready instances first) and were
+// terminated after the cool-down while still launching (issue #18 item 1), so §4.4 had no
+// effect exactly when the forecast was wrong.
 func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	for _, x := range s.History {
 		if !x.Start.After(m.lastSeen) && !m.lastSeen.IsZero() {
@@ -330,14 +409,19 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	}
 	m.mon.Observe(0, now)
 
+	reactive := m.trackReactive(s.Fleet, now)
 	var running []planner.Running
 	var interrupted []planner.Running
 	m.drain, m.slowest = 0, 0
+	inFleet := make(map[string]bool, len(s.Fleet))
 	for _, f := range s.Fleet {
+		inFleet[f.ID] = true
 		r := planner.Running{ID: f.ID, Type: f.Type, Ready: f.State == provider.StateReady, Launched: f.Launched}
 		switch f.State {
 		case provider.StateLaunching, provider.StateReady:
-			running = append(running, r)
+			if !reactive[f.ID] {
+				running = append(running, r)
+			}
 		case provider.StateInterrupted:
 			if !m.seen[f.ID] {
 				m.seen[f.ID] = true
@@ -353,6 +437,12 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 				m.drain += t.Capacity
 				m.slowest = max(m.slowest, m.svcTime[f.Type])
 			}
+		}
+	}
+
+	for id := range m.seen {
+		if !inFleet[id] {
+			delete(m.seen, id)
 		}
 	}
 
@@ -373,17 +463,35 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 			d.Reason = ReasonSpot
 		}
 	}
+	// §4.4's reactive launches are outside the plan until the SLO recovers: once they are all
+	// ready the SLO window restarts, and a full window meeting SL_min, with a plan that covers
+	// the observed load, releases them to the planner (which keeps them or lets them go after
+	// its cool-down).
+	if len(m.reactive) > 0 && !m.judging {
+		ready := true
+		for _, r := range m.reactive {
+			ready = ready && r.ready
+		}
+		if ready {
+			m.slo.Reset()
+			m.judging = true
+		}
+	}
+	pending := len(d.Launch) // launched by this decision and counted as running for the plan
 	if sd := m.slo.Decide(now); sd.Launch > 0 {
 		for range sd.Launch {
 			d.Launch = append(d.Launch, m.Spec(m.sloType.Name))
+			m.reactive = append(m.reactive, reactiveLaunch{typ: m.sloType.Name, at: now})
 		}
+		m.judging, m.recovered = false, false
 		d.Reason = ReasonSLO
+	} else if m.judging {
+		m.recovered = sd.Reason == slomon.ReasonMet // a violation in the cool-down un-recovers
 	}
 	if replan || !now.Before(m.nextPlan) {
 		m.nextPlan = now.Add(m.unit)
 		rates := m.Forecast()
-		// Instances launched by this decision count as running for the plan.
-		for i, sp := range d.Launch {
+		for i, sp := range d.Launch[:pending] {
 			running = append(running, planner.Running{ID: fmt.Sprintf("pending-%d", i), Type: sp.Type, Launched: now})
 		}
 		p, err := m.plan.Step(m.types, running, planner.Forecast{Start: m.mon.UnitStart(), Step: m.unit, Rates: rates}, now)
@@ -399,6 +507,10 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 				}
 			}
 			sort.Strings(d.Terminate)
+			// Released once the plan alone covers the load they served: the last unit's peak.
+			if m.recovered && p.Capacity >= max(m.mon.Last(), m.mon.Current())-1e-9 {
+				m.reactive, m.judging, m.recovered = nil, false, false
+			}
 			if d.Reason == ReasonHold {
 				d.Reason = ReasonPlan
 			}
