@@ -72,8 +72,8 @@ func mmppLSTM(t *testing.T) string {
 // tier and the SLO monitor adds capacity — where SageMaker's target tracking, 2×
 // over-provisioned, misses it. docs/mark.md prints the table this logs.
 func TestMarkMMPP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("4 h simulations")
+	if testing.Short() || raceEnabled {
+		t.Skip("4 h simulations (deterministic, single-goroutine: the race detector adds only time)")
 	}
 	tr := mmppTrace(t, 1, markMMPPDuration)
 	cat := markCatalog()
