@@ -158,9 +158,14 @@ type FunctionView struct {
 	// SLO is the function's latency threshold; MeanRPS its offline mean rate.
 	SLO     time.Duration
 	MeanRPS float64
+	// Target is the fraction of its requests that must meet SLO (slo.Spec.Target); 0 = unknown.
+	Target float64
 	// Rate is R, the arrival rate over the last RateWindow, requests per second; RateNow is the
 	// rate over the last ControlPeriod alone (noisier, but it sees a burst at once).
 	Rate, RateNow float64
+	// Waiting counts its requests held at the function level: no ready instance had room for them
+	// (before its first instance, or every queue full under ClusterQueueBound).
+	Waiting int
 	// Arrivals counts the function's arrivals so far.
 	Arrivals int64
 	// Instances are the live instances (starting or ready; not draining), in launch order.
@@ -237,6 +242,16 @@ type ClusterQueueDispatch interface {
 	DispatchByQueue() bool
 }
 
+// ClusterQueueBound is implemented by a ClusterPolicy whose instances hold at most one batch
+// waiting (INFless §3.2, Fig. 6(a): a request that arrives while an instance's next batch is
+// already full cannot join it): a request for which every ready instance of its function has b
+// requests queued waits in the function's queue instead, and goes to the first instance whose
+// queue falls below b (one that starts a batch, or becomes ready). INFless drops such a request;
+// the simulator holds it, so it counts against the SLO only if it ends up late.
+type ClusterQueueBound interface {
+	BoundedQueues() bool
+}
+
 // ClusterResult is the outcome of a cluster run.
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
@@ -308,6 +323,9 @@ type cEngine struct {
 	cidx  []int
 	// byQueue dispatches by queued work (ClusterQueueDispatch) instead of by assigned counts.
 	byQueue bool
+	// qbound caps every instance's queue at its batch size (ClusterQueueBound); sawReady is set by
+	// pick when the function had a ready instance (so a request it leaves pending is no cold start).
+	qbound, sawReady bool
 
 	queued, inflight int
 	arrivalsLeft     int
@@ -351,6 +369,9 @@ func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, p
 	}
 	if qd, ok := pol.(ClusterQueueDispatch); ok {
 		e.byQueue = qd.DispatchByQueue()
+	}
+	if qb, ok := pol.(ClusterQueueBound); ok {
+		e.qbound = qb.BoundedQueues()
 	}
 	if cfg.NoiseCV > 0 {
 		e.sig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
@@ -458,7 +479,9 @@ func (e *cEngine) arrive(fi int) {
 		e.enqueue(i, e.now)
 		return
 	}
-	fn.cold++
+	if !e.sawReady {
+		fn.cold++
+	}
 	fn.pending.push(e.now)
 }
 
@@ -467,10 +490,15 @@ func (e *cEngine) arrive(fi int) {
 // its α-band rate).
 func (e *cEngine) pick(fn *cFn) int {
 	e.cands, e.cidx = e.cands[:0], e.cidx[:0]
+	e.sawReady = false
 	for _, id := range fn.live {
 		in := e.insts[id]
 		if !in.ready || in.draining {
 			continue
+		}
+		e.sawReady = true
+		if e.qbound && in.q.n >= in.Batch {
+			continue // its next batch is full
 		}
 		out := in.assigned
 		if e.byQueue {
@@ -543,6 +571,11 @@ func (e *cEngine) start(i, n int) {
 	in.busy = true
 	e.queued -= n
 	e.inflight += n
+	fn := e.fns[in.Function]
+	for e.qbound && !in.draining && fn.pending.n > 0 && in.q.n < in.Batch {
+		in.assigned++
+		in.q.push(fn.pending.pop()) // room in its next batch: the function's oldest waiting request
+	}
 	e.fns[in.Function].rec.Batch(n)
 	in.svc = max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
 	in.doneAt = e.now + in.svc
@@ -701,7 +734,7 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow}
+		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.n}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}

@@ -148,6 +148,7 @@ func inflessVariants() []inflessVariant {
 		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
 		abl("infless-nolend", func(o *INFlessOptions) { o.Lend = false }),
 		abl("infless-nospare", func(o *INFlessOptions) { o.Spare = false }),
+		abl("infless-Eq.1", func(o *INFlessOptions) { o.QueueCap, o.BoundQueues, o.Backlog = false, false, false }),
 	}
 }
 

@@ -38,6 +38,13 @@ type Config struct {
 	FirstFit bool
 	// Metric selects the resource-efficiency formula; the zero value is Eq. 10 as printed.
 	Metric Metric
+	// Target is the fraction of requests that must meet SLO (the SLO's attainment target, in
+	// [0, 1]): SlackLimited configurations (b = 1, t_exec > t_slo/2) get RateBoundsTarget's
+	// queueing cap on r_up. 0 means Eq. 1 as printed (RateBounds).
+	Target float64
+	// Pool is how many SlackLimited instances the function already runs: a new one's r_up is
+	// its share of PooledRate over Pool + 1 instances. ≥ 0.
+	Pool int
 }
 
 // ShareTolerance is how far below the best share-priced efficiency a configuration may be and
@@ -99,8 +106,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("infless: resources must not be empty")
 	case c.Metric != MetricPaper && c.Metric != MetricOriginal && c.Metric != MetricShare:
 		return fmt.Errorf("infless: metric: unknown %d", c.Metric)
-	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0:
-		return fmt.Errorf("infless: beta %v, offset %v and max_instances %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances)
+	case !(c.Target >= 0 && c.Target <= 1):
+		return fmt.Errorf("infless: target must be in [0, 1], got %v", c.Target)
+	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0 || c.Pool < 0:
+		return fmt.Errorf("infless: beta %v, offset %v, max_instances %d and pool %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances, c.Pool)
 	}
 	for _, b := range c.Batches {
 		if b < 1 {
@@ -145,7 +154,7 @@ type Result struct {
 }
 
 // Options returns the feasible configurations for cfg, largest batch first, each with its
-// predicted time (offset applied) and Eq. 1 bounds.
+// predicted time (offset applied) and Eq. 1 bounds (RateBoundsTarget at cfg.Target).
 func Options(cfg Config, predict Predictor) []Option {
 	beta := cfg.Beta
 	if beta == 0 {
@@ -164,7 +173,7 @@ func Options(cfg Config, predict Predictor) []Option {
 				continue
 			}
 			t = time.Duration(float64(t) * (1 + cfg.Offset))
-			bounds, ok := RateBounds(b, t, cfg.SLO)
+			bounds, ok := RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
 			if !ok {
 				continue
 			}
@@ -203,6 +212,7 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	for _, o := range opts {
 		best = math.Max(best, o.perRes)
 	}
+	pool := cfg.Pool
 	// Group options by batch size, largest first (opts is already in that order).
 	type group struct{ start, end int }
 	var groups []group
@@ -236,7 +246,15 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 				return res, fmt.Errorf("infless schedule: %w", err)
 			}
 			res.Placements = append(res.Placements, p)
-			residual -= p.Bounds.Up
+			if cfg.Target > 0 && SlackLimited(p.Batch, p.Exec, cfg.SLO) {
+				// A pooled cap: the new instance adds PooledRate(pool+1) − PooledRate(pool) to
+				// R_max, and every SlackLimited option's share changes with the pool.
+				residual -= pooledUp(p.Exec, cfg, pool+1) - pooledUp(p.Exec, cfg, pool)
+				pool++
+				best = rebound(opts, cfg, pool)
+			} else {
+				residual -= p.Bounds.Up
+			}
 			placed = true
 			break
 		}
@@ -252,6 +270,35 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	}
 	res.Reason = "residual load covered"
 	return res, nil
+}
+
+// pooledUp is the R_max of n SlackLimited instances with predicted t_exec exec under cfg's target:
+// n times each one's RateBoundsTarget r_up (0 for n = 0).
+func pooledUp(exec time.Duration, cfg Config, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	b, ok := RateBoundsTarget(1, exec, cfg.SLO, cfg.Target, n)
+	if !ok {
+		return 0
+	}
+	return float64(n) * b.Up
+}
+
+// rebound recomputes the SlackLimited options' bounds for one more instance in a pool of pool
+// (RateBoundsTarget at pool+1) and returns the best r_up per resource over opts.
+func rebound(opts []Option, cfg Config, pool int) float64 {
+	var best float64
+	for i := range opts {
+		o := &opts[i]
+		if SlackLimited(o.Batch, o.Exec, cfg.SLO) {
+			if b, ok := RateBoundsTarget(o.Batch, o.Exec, cfg.SLO, cfg.Target, pool+1); ok {
+				o.Bounds, o.perRes = b, b.Up/o.weight
+			}
+		}
+		best = math.Max(best, o.perRes)
+	}
+	return best
 }
 
 // bestPlacement evaluates Eq. 10 over the options of one batch size admitted by AvailableConfig and
