@@ -255,7 +255,9 @@ type ClusterQueueBound interface {
 // ClusterResult is the outcome of a cluster run.
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
-	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_alloc_resource,
+	// function's SLO. Extra holds fragment_ratio (spares and loans counted as free; with them
+	// allocated: fragment_ratio_filled; per dimension fragment_cpu, fragment_gpu and their _filled
+	// forms), rps_per_resource, rps_per_alloc_resource,
 	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases
 	// (preemptions included), preemptions, cold_start_requests and timeouts.
 	Summary slo.Summary
@@ -337,6 +339,10 @@ type cEngine struct {
 	capGPUArea       float64
 	allocArea        float64
 	capArea          float64
+	fillR            cluster.Resources // held by spares and loans (reweigh)
+	fillArea         float64
+	fillCPUArea      float64
+	fillGPUArea      float64
 	cpuArea, gpuArea float64
 	instArea         float64
 	nLive            int
@@ -445,6 +451,9 @@ func (e *cEngine) advance(at int64) {
 	if dt := float64(at - e.last); dt > 0 {
 		e.allocArea += e.usedW * dt
 		e.capArea += e.capW * dt
+		e.fillArea += e.fillR.Weighted(e.beta) * dt
+		e.fillCPUArea += float64(e.fillR.CPU) * dt
+		e.fillGPUArea += float64(e.fillR.GPU) * dt
 		e.usedCPUArea += float64(e.usedR.CPU) * dt
 		e.capCPUArea += float64(e.capR.CPU) * dt
 		e.usedGPUArea += float64(e.usedR.GPU) * dt
@@ -460,6 +469,19 @@ func (e *cEngine) reweigh() {
 	e.usedW, e.capW = e.cl.Weighted(e.beta)
 	e.usedR, e.capR = e.cl.ActiveTotals()
 	e.nActive = e.cl.ActiveServers()
+	// What spares and loans hold: allocated, but to fill free space, not for the functions' own
+	// instances at their launch configurations.
+	e.fillR = cluster.Resources{}
+	for _, fn := range e.fns {
+		for _, id := range fn.live {
+			in := e.insts[id]
+			if in.Spare {
+				e.fillR = e.fillR.Add(in.res)
+			} else if in.res != in.Resources {
+				e.fillR = e.fillR.Add(in.res.Sub(in.Resources))
+			}
+		}
+	}
 }
 
 func (e *cEngine) arrive(fi int) {
@@ -907,16 +929,23 @@ func (e *cEngine) finish() *ClusterResult {
 		s.Extra["mean_active_servers"] = e.activeArea / T
 		s.Extra["mean_alloc_resource"] = e.allocArea / T
 	}
+	// §5.3's fragment ratio counts what the functions' own instances hold at their launch
+	// configurations: resources spares and loans (infless.Spares, infless.Lend) fill are free
+	// space given extra work, so they count as fragments here and as allocated in
+	// fragment_ratio_filled (equal for policies without spares or loans).
 	if e.capArea > 0 {
-		s.Extra["fragment_ratio"] = 1 - e.allocArea/e.capArea
+		s.Extra["fragment_ratio"] = 1 - (e.allocArea-e.fillArea)/e.capArea
+		s.Extra["fragment_ratio_filled"] = 1 - e.allocArea/e.capArea
 	}
 	// The same per dimension: unallocated CPU threads (GPU SMs) of the active servers over their
 	// CPU threads (GPU SMs). β-weighted, a server is 93 % GPU, so fragment_ratio ≈ fragment_gpu.
 	if e.capCPUArea > 0 {
-		s.Extra["fragment_cpu"] = 1 - e.usedCPUArea/e.capCPUArea
+		s.Extra["fragment_cpu"] = 1 - (e.usedCPUArea-e.fillCPUArea)/e.capCPUArea
+		s.Extra["fragment_cpu_filled"] = 1 - e.usedCPUArea/e.capCPUArea
 	}
 	if e.capGPUArea > 0 {
-		s.Extra["fragment_gpu"] = 1 - e.usedGPUArea/e.capGPUArea
+		s.Extra["fragment_gpu"] = 1 - (e.usedGPUArea-e.fillGPUArea)/e.capGPUArea
+		s.Extra["fragment_gpu_filled"] = 1 - e.usedGPUArea/e.capGPUArea
 	}
 	// Throughput per unit of resource: completed requests per β-weighted resource-second of the
 	// active servers — Eq. 2's objective counts a used server's whole capacity, "the fragments on
