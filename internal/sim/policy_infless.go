@@ -604,10 +604,20 @@ func (p *inflessCluster) bounds(fv FunctionView, st *inflessFn) []infless.Bounds
 	if pool == 0 {
 		return bounds
 	}
+	type capped struct {
+		b  infless.Bounds
+		ok bool
+	}
+	byExec := map[time.Duration]capped{} // instances share a few configurations
 	for k, in := range fv.Instances {
 		if infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
-			if b, ok := infless.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool); ok {
-				bounds[k] = b
+			c, seen := byExec[in.Launch.Exec]
+			if !seen {
+				c.b, c.ok = infless.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
+				byExec[in.Launch.Exec] = c
+			}
+			if c.ok {
+				bounds[k] = c.b
 			}
 		}
 	}

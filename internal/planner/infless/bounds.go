@@ -89,6 +89,12 @@ func RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bo
 // pooling is not perfect (one instance is M/D/1, where this model asks for ~10 % less than
 // the exact answer at ssd's figures). 0 when target ≥ 1 or n < 1.
 func PooledRate(n int, exec, slack time.Duration, target float64) float64 {
+	return pooledRateFrom(n, exec, slack, target, 0)
+}
+
+// pooledRateFrom is PooledRate knowing that the answer is at least lo (PooledRate of fewer
+// instances, when a scheduler grows a pool one instance at a time).
+func pooledRateFrom(n int, exec, slack time.Duration, target, lo float64) float64 {
 	d, x := exec.Seconds(), math.Max(slack.Seconds(), 0)
 	if n < 1 || d <= 0 || target >= 1 {
 		return 0
@@ -102,8 +108,12 @@ func PooledRate(n int, exec, slack time.Duration, target float64) float64 {
 		c := float64(n) * b / (float64(n) - a*(1-b))
 		return c * math.Exp(-(float64(n)/d-l)*x)
 	}
-	lo, hi := 0.0, float64(n)/d
-	for range 60 {
+	sat := float64(n) / d
+	hi := sat
+	if !(lo >= 0 && lo < hi && miss(lo) <= 1-target) {
+		lo = 0
+	}
+	for hi-lo > 1e-4*hi { // the bound to 0.01 % of saturation
 		mid := (lo + hi) / 2
 		if miss(mid) <= 1-target {
 			lo = mid
@@ -112,4 +122,46 @@ func PooledRate(n int, exec, slack time.Duration, target float64) float64 {
 		}
 	}
 	return lo
+}
+
+// poolRates caches PooledRate by (t_exec, n) for one function's SLO and target while a scheduler
+// grows its pool one instance at a time (each answer is the next one's lower bracket).
+type poolRates struct {
+	slo    time.Duration
+	target float64
+	m      map[time.Duration][]float64 // by t_exec, by n (0 = not computed)
+}
+
+func (p *poolRates) rate(exec time.Duration, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	if p.m == nil {
+		p.m = map[time.Duration][]float64{}
+	}
+	rs := p.m[exec]
+	for len(rs) <= n {
+		rs = append(rs, 0)
+	}
+	if rs[n] == 0 {
+		var lo float64
+		for k := n - 1; k >= 1; k-- {
+			if rs[k] > 0 {
+				lo = rs[k]
+				break
+			}
+		}
+		rs[n] = pooledRateFrom(n, exec, p.slo-exec, p.target, lo)
+	}
+	p.m[exec] = rs
+	return rs[n]
+}
+
+// up is the pooled R_max of n SlackLimited instances with t_exec exec: n times each one's r_up,
+// min(n·⌊1/t_exec⌋, PooledRate(n)) (RateBoundsTarget).
+func (p *poolRates) up(exec time.Duration, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	return math.Min(float64(n)*perSecond(exec.Seconds()), p.rate(exec, n))
 }

@@ -213,6 +213,9 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 		best = math.Max(best, o.perRes)
 	}
 	pool := cfg.Pool
+	boundAt := pool
+	pr := poolRates{slo: cfg.SLO, target: cfg.Target}
+	var vecs []serverVec // sharePlacement's buffer
 	// Group options by batch size, largest first (opts is already in that order).
 	type group struct{ start, end int }
 	var groups []group
@@ -236,9 +239,15 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			case cfg.FirstFit:
 				place = firstFitPlacement
 			case cfg.Metric == MetricShare:
-				place = sharePlacement
+				place = nil // sharePlacement, with a reused buffer
 			}
-			p, ok := place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
+			var p Placement
+			var ok bool
+			if place == nil {
+				p, ok = sharePlacement(c, opts[g.start:g.end], residual, &vecs)
+			} else {
+				p, ok = place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
+			}
 			if !ok {
 				continue // no feasible configuration or no room with this batch size: try the next
 			}
@@ -247,11 +256,14 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			}
 			res.Placements = append(res.Placements, p)
 			if cfg.Target > 0 && SlackLimited(p.Batch, p.Exec, cfg.SLO) {
-				// A pooled cap: the new instance adds PooledRate(pool+1) − PooledRate(pool) to
-				// R_max, and every SlackLimited option's share changes with the pool.
-				residual -= pooledUp(p.Exec, cfg, pool+1) - pooledUp(p.Exec, cfg, pool)
-				pool++
-				best = rebound(opts, cfg, pool)
+				// A pooled cap: the new instance adds its marginal pooled rate to R_max, and each
+				// instance's share grows with the pool. The options' bounds (which rank them) are
+				// recomputed once the pool has grown by a tenth: PooledRate is O(pool).
+				residual -= pr.up(p.Exec, pool+1) - pr.up(p.Exec, pool)
+				if pool++; pool >= boundAt+max(1, boundAt/10) {
+					boundAt = pool
+					best = rebound(opts, cfg, pool, &pr)
+				}
 			} else {
 				residual -= p.Bounds.Up
 			}
@@ -272,28 +284,15 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	return res, nil
 }
 
-// pooledUp is the R_max of n SlackLimited instances with predicted t_exec exec under cfg's target:
-// n times each one's RateBoundsTarget r_up (0 for n = 0).
-func pooledUp(exec time.Duration, cfg Config, n int) float64 {
-	if n <= 0 {
-		return 0
-	}
-	b, ok := RateBoundsTarget(1, exec, cfg.SLO, cfg.Target, n)
-	if !ok {
-		return 0
-	}
-	return float64(n) * b.Up
-}
-
 // rebound recomputes the SlackLimited options' bounds for one more instance in a pool of pool
-// (RateBoundsTarget at pool+1) and returns the best r_up per resource over opts.
-func rebound(opts []Option, cfg Config, pool int) float64 {
+// (RateBoundsTarget at pool+1, from pr) and returns the best r_up per resource over opts.
+func rebound(opts []Option, cfg Config, pool int, pr *poolRates) float64 {
 	var best float64
 	for i := range opts {
 		o := &opts[i]
 		if SlackLimited(o.Batch, o.Exec, cfg.SLO) {
-			if b, ok := RateBoundsTarget(o.Batch, o.Exec, cfg.SLO, cfg.Target, pool+1); ok {
-				o.Bounds, o.perRes = b, b.Up/o.weight
+			if up := pr.up(o.Exec, pool+1) / float64(pool+1); up > 0 {
+				o.Bounds.Up, o.perRes = up, up/o.weight
 			}
 		}
 		best = math.Max(best, o.perRes)
@@ -392,15 +391,23 @@ func SpareGPU(free, capacity cluster.Resources) float64 {
 // capacity: r's dominant share of the capacity, max(c/C, (g − SpareGPU)⁺/G), never 0 (a
 // configuration that only takes spare GPU still costs a sliver, so efficiencies stay finite).
 func ShareCost(r, free, capacity cluster.Resources) float64 {
-	var cost float64
+	return shareCost(r, capacity, SpareGPU(free, capacity))
+}
+
+// shareCost is ShareCost with the server's SpareGPU computed once.
+func shareCost(r, capacity cluster.Resources, spare float64) float64 {
+	cost := 1e-9
 	if capacity.CPU > 0 {
-		cost = float64(r.CPU) / float64(capacity.CPU)
+		if x := float64(r.CPU) / float64(capacity.CPU); x > cost {
+			cost = x
+		}
 	}
 	if capacity.GPU > 0 {
-		g := math.Max(0, float64(r.GPU)-SpareGPU(free, capacity))
-		cost = math.Max(cost, g/float64(capacity.GPU))
+		if x := (float64(r.GPU) - spare) / float64(capacity.GPU); x > cost {
+			cost = x
+		}
 	}
-	return math.Max(cost, 1e-9)
+	return cost
 }
 
 // Fill is the fraction of a server's free resources r would take, each dimension counted as its
@@ -425,39 +432,54 @@ func Fill(r, free, capacity cluster.Resources) float64 {
 // sharePlacement is MetricShare over the options of one batch size admitted by AvailableConfig and
 // every distinct free-resource vector: the best efficiency first, then, within ShareTolerance of
 // it, the best fill.
-func sharePlacement(c *cluster.Cluster, opts []Option, residual, _, _ float64, _ Metric) (Placement, bool) {
-	admitted := func(o Option, fv cluster.FreeVector) bool {
-		return (o.Batch == 1 || residual > o.Bounds.Low) && fv.Free.Fits(o.Resources)
-	}
-	var top float64
+func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]serverVec) (Placement, bool) {
+	vecs := (*buf)[:0]
 	c.FreeVectors(func(fv cluster.FreeVector) bool {
 		capacity := c.Capacity(fv.Server)
-		for _, o := range opts {
-			if admitted(o, fv) {
-				top = math.Max(top, o.Bounds.Up/ShareCost(o.Resources, fv.Free, capacity))
-			}
-		}
+		vecs = append(vecs, serverVec{fv: fv, capacity: capacity, spare: SpareGPU(fv.Free, capacity)})
 		return true
 	})
+	*buf = vecs
+	admitted := func(o *Option, v *serverVec) bool {
+		return (o.Batch == 1 || residual > o.Bounds.Low) && v.fv.Free.Fits(o.Resources)
+	}
+	var top float64
+	for i := range vecs {
+		v := &vecs[i]
+		for k := range opts {
+			if o := &opts[k]; admitted(o, v) {
+				if e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare); e > top {
+					top = e
+				}
+			}
+		}
+	}
 	var out Placement
 	var outFill float64
 	found := false
-	c.FreeVectors(func(fv cluster.FreeVector) bool {
-		capacity := c.Capacity(fv.Server)
-		for _, o := range opts {
-			if !admitted(o, fv) {
+	for i := range vecs {
+		v := &vecs[i]
+		for k := range opts {
+			o := &opts[k]
+			if !admitted(o, v) {
 				continue
 			}
-			e := o.Bounds.Up / ShareCost(o.Resources, fv.Free, capacity)
+			e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare)
 			if e < (1-ShareTolerance)*top {
 				continue
 			}
-			f := Fill(o.Resources, fv.Free, capacity)
-			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, o, fv.Server, out)) {
-				out, outFill, found = Placement{Option: o, Server: fv.Server, Efficiency: e}, f, true
+			f := Fill(o.Resources, v.fv.Free, v.capacity)
+			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, *o, v.fv.Server, out)) {
+				out, outFill, found = Placement{Option: *o, Server: v.fv.Server, Efficiency: e}, f, true
 			}
 		}
-		return true
-	})
+	}
 	return out, found
+}
+
+// serverVec is one distinct free vector with its server's capacity and SpareGPU.
+type serverVec struct {
+	fv       cluster.FreeVector
+	capacity cluster.Resources
+	spare    float64
 }
