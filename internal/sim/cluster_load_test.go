@@ -27,7 +27,8 @@ import (
 // SLOSERVE_INFLESS_PEAKS (comma-separated rps, default 100,400,1600), SLOSERVE_INFLESS_DUR
 // (default: each set's own) and SLOSERVE_INFLESS_SET (burst300 or azure; default both) change
 // the loads, the replayed window and the trace sets; SLOSERVE_INFLESS_POLICIES (comma-separated
-// names, default all; uniform and openfaas+ always run, as the ratios' bases) the rows.
+// names, default all but the infless-no* pieces of issue #18; uniform and openfaas+ always run,
+// as the ratios' bases) the rows.
 func TestINFlessLoad(t *testing.T) {
 	if os.Getenv("SLOSERVE_INFLESS") == "" {
 		t.Skip("long: set SLOSERVE_INFLESS=1")
@@ -63,11 +64,26 @@ func TestINFlessLoad(t *testing.T) {
 			return NewINFlessCluster(name, o)
 		}}
 	}
+	dflt := func(name string, edit func(*INFlessOptions)) inflessVariant {
+		return inflessVariant{name, func() (ClusterPolicy, error) {
+			o := DefaultINFlessOptions()
+			edit(&o)
+			return NewINFlessCluster(name, o)
+		}}
+	}
 	variants := append(inflessVariants(),
 		inflessVariant{"openfaas+", func() (ClusterPolicy, error) { return NewUniformCluster(DefaultOpenFaaSOptions()) }},
 		paper("infless-CRE", func(o *INFlessOptions) { o.Metric = infless.MetricOriginal }),
-		paper("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }))
-	if s := os.Getenv("SLOSERVE_INFLESS_POLICIES"); s != "" {
+		paper("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }),
+		// Issue #18's three pieces, one at a time off the default (select with SLOSERVE_INFLESS_POLICIES).
+		dflt("infless-noqcap", func(o *INFlessOptions) { o.QueueCap = false }),
+		dflt("infless-nobound", func(o *INFlessOptions) { o.BoundQueues = false }),
+		dflt("infless-nobacklog", func(o *INFlessOptions) { o.Backlog = false }))
+	if s := os.Getenv("SLOSERVE_INFLESS_POLICIES"); s == "" {
+		variants = slices.DeleteFunc(variants, func(v inflessVariant) bool {
+			return v.name == "infless-noqcap" || v.name == "infless-nobound" || v.name == "infless-nobacklog"
+		})
+	} else {
 		want := map[string]bool{"uniform": true, "openfaas+": true}
 		for _, n := range strings.Split(s, ",") {
 			want[strings.TrimSpace(n)] = true

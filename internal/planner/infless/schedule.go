@@ -215,7 +215,8 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	pool := cfg.Pool
 	boundAt := pool
 	pr := poolRates{slo: cfg.SLO, target: cfg.Target}
-	var vecs []serverVec // sharePlacement's buffer
+	var vecs []serverVec // sharePlacement's buffers
+	var effs []float64
 	// Group options by batch size, largest first (opts is already in that order).
 	type group struct{ start, end int }
 	var groups []group
@@ -244,7 +245,7 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			var p Placement
 			var ok bool
 			if place == nil {
-				p, ok = sharePlacement(c, opts[g.start:g.end], residual, &vecs)
+				p, ok = sharePlacement(c, opts[g.start:g.end], residual, &vecs, &effs)
 			} else {
 				p, ok = place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
 			}
@@ -432,7 +433,7 @@ func Fill(r, free, capacity cluster.Resources) float64 {
 // sharePlacement is MetricShare over the options of one batch size admitted by AvailableConfig and
 // every distinct free-resource vector: the best efficiency first, then, within ShareTolerance of
 // it, the best fill.
-func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]serverVec) (Placement, bool) {
+func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]serverVec, effs *[]float64) (Placement, bool) {
 	vecs := (*buf)[:0]
 	c.FreeVectors(func(fv cluster.FreeVector) bool {
 		capacity := c.Capacity(fv.Server)
@@ -440,34 +441,41 @@ func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]
 		return true
 	})
 	*buf = vecs
-	admitted := func(o *Option, v *serverVec) bool {
-		return (o.Batch == 1 || residual > o.Bounds.Low) && v.fv.Free.Fits(o.Resources)
+	// Pass 1 prices every admitted (vector, option) pair once (NaN: not admitted) and finds the
+	// best efficiency; pass 2 picks by fill among those within ShareTolerance of it.
+	n := len(vecs) * len(opts)
+	if cap(*effs) < n {
+		*effs = make([]float64, n)
 	}
+	es := (*effs)[:n]
 	var top float64
 	for i := range vecs {
 		v := &vecs[i]
 		for k := range opts {
-			if o := &opts[k]; admitted(o, v) {
-				if e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare); e > top {
-					top = e
-				}
+			o := &opts[k]
+			if !(o.Batch == 1 || residual > o.Bounds.Low) || !v.fv.Free.Fits(o.Resources) {
+				es[i*len(opts)+k] = math.NaN()
+				continue
+			}
+			e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare)
+			es[i*len(opts)+k] = e
+			if e > top {
+				top = e
 			}
 		}
 	}
 	var out Placement
 	var outFill float64
 	found := false
+	floor := (1 - ShareTolerance) * top
 	for i := range vecs {
 		v := &vecs[i]
 		for k := range opts {
+			e := es[i*len(opts)+k]
+			if !(e >= floor) { // NaN (not admitted) or below the tolerance
+				continue
+			}
 			o := &opts[k]
-			if !admitted(o, v) {
-				continue
-			}
-			e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare)
-			if e < (1-ShareTolerance)*top {
-				continue
-			}
 			f := Fill(o.Resources, v.fv.Free, v.capacity)
 			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, *o, v.fv.Server, out)) {
 				out, outFill, found = Placement{Option: *o, Server: v.fv.Server, Efficiency: e}, f, true
