@@ -58,8 +58,13 @@ func TestSimSettings(t *testing.T) {
 			t.Fatalf("sim %v: %v\n%s", args, err, errOut.String())
 		}
 		var sums []struct {
-			Policy   string `json:"policy"`
-			Requests int64  `json:"requests"`
+			Policy      string `json:"policy"`
+			Requests    int64  `json:"requests"`
+			PerFunction []struct {
+				Function      string  `json:"function"`
+				Requests      int64   `json:"requests"`
+				SLOAttainment float64 `json:"slo_attainment"`
+			} `json:"per_function"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &sums); err != nil {
 			t.Fatalf("sim %v: %v\n%s", args, err, out.String())
@@ -70,6 +75,17 @@ func TestSimSettings(t *testing.T) {
 		for i, s := range sums {
 			if s.Policy != tc.want[i] || s.Requests == 0 {
 				t.Errorf("sim %v: summary %d is %q with %d requests, want %q with some", args, i, s.Policy, s.Requests, tc.want[i])
+			}
+			if tc.args[1] != "infless" {
+				continue
+			}
+			// Per function (issue #18 item 10): one entry per OSVT + Q&A function, summing to the aggregate.
+			var n int64
+			for _, f := range s.PerFunction {
+				n += f.Requests
+			}
+			if len(s.PerFunction) != 5 || s.PerFunction[0].Function != "ssd" || n != s.Requests {
+				t.Errorf("sim %v: %s per_function %+v: want the 5 OSVT + Q&A functions summing to %d requests", args, s.Policy, s.PerFunction, s.Requests)
 			}
 		}
 	}

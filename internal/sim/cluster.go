@@ -158,9 +158,14 @@ type FunctionView struct {
 	// SLO is the function's latency threshold; MeanRPS its offline mean rate.
 	SLO     time.Duration
 	MeanRPS float64
+	// Target is the fraction of its requests that must meet SLO (slo.Spec.Target); 0 = unknown.
+	Target float64
 	// Rate is R, the arrival rate over the last RateWindow, requests per second; RateNow is the
 	// rate over the last ControlPeriod alone (noisier, but it sees a burst at once).
 	Rate, RateNow float64
+	// Waiting counts its requests held at the function level: no ready instance had room for them
+	// (before its first instance, or every queue full under ClusterQueueBound).
+	Waiting int
 	// Arrivals counts the function's arrivals so far.
 	Arrivals int64
 	// Instances are the live instances (starting or ready; not draining), in launch order.
@@ -237,10 +242,22 @@ type ClusterQueueDispatch interface {
 	DispatchByQueue() bool
 }
 
+// ClusterQueueBound is implemented by a ClusterPolicy whose instances hold at most one batch
+// waiting (INFless §3.2, Fig. 6(a): a request that arrives while an instance's next batch is
+// already full cannot join it): a request for which every ready instance of its function has b
+// requests queued waits in the function's queue instead, and goes to the first instance whose
+// queue falls below b (one that starts a batch, or becomes ready). INFless drops such a request;
+// the simulator holds it, so it counts against the SLO only if it ends up late.
+type ClusterQueueBound interface {
+	BoundedQueues() bool
+}
+
 // ClusterResult is the outcome of a cluster run.
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
-	// function's SLO. Extra holds fragment_ratio, rps_per_resource, rps_per_alloc_resource,
+	// function's SLO. Extra holds fragment_ratio (spares and loans counted as free; with them
+	// allocated: fragment_ratio_filled; per dimension fragment_cpu, fragment_gpu and their _filled
+	// forms), rps_per_resource, rps_per_alloc_resource,
 	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases
 	// (preemptions included), preemptions, cold_start_requests and timeouts.
 	Summary slo.Summary
@@ -308,6 +325,9 @@ type cEngine struct {
 	cidx  []int
 	// byQueue dispatches by queued work (ClusterQueueDispatch) instead of by assigned counts.
 	byQueue bool
+	// qbound caps every instance's queue at its batch size (ClusterQueueBound); sawReady is set by
+	// pick when the function had a ready instance (so a request it leaves pending is no cold start).
+	qbound, sawReady bool
 
 	queued, inflight int
 	arrivalsLeft     int
@@ -319,6 +339,10 @@ type cEngine struct {
 	capGPUArea       float64
 	allocArea        float64
 	capArea          float64
+	fillR            cluster.Resources // held by spares and loans (reweigh)
+	fillArea         float64
+	fillCPUArea      float64
+	fillGPUArea      float64
 	cpuArea, gpuArea float64
 	instArea         float64
 	nLive            int
@@ -351,6 +375,9 @@ func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, p
 	}
 	if qd, ok := pol.(ClusterQueueDispatch); ok {
 		e.byQueue = qd.DispatchByQueue()
+	}
+	if qb, ok := pol.(ClusterQueueBound); ok {
+		e.qbound = qb.BoundedQueues()
 	}
 	if cfg.NoiseCV > 0 {
 		e.sig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
@@ -424,6 +451,9 @@ func (e *cEngine) advance(at int64) {
 	if dt := float64(at - e.last); dt > 0 {
 		e.allocArea += e.usedW * dt
 		e.capArea += e.capW * dt
+		e.fillArea += e.fillR.Weighted(e.beta) * dt
+		e.fillCPUArea += float64(e.fillR.CPU) * dt
+		e.fillGPUArea += float64(e.fillR.GPU) * dt
 		e.usedCPUArea += float64(e.usedR.CPU) * dt
 		e.capCPUArea += float64(e.capR.CPU) * dt
 		e.usedGPUArea += float64(e.usedR.GPU) * dt
@@ -439,6 +469,19 @@ func (e *cEngine) reweigh() {
 	e.usedW, e.capW = e.cl.Weighted(e.beta)
 	e.usedR, e.capR = e.cl.ActiveTotals()
 	e.nActive = e.cl.ActiveServers()
+	// What spares and loans hold: allocated, but to fill free space, not for the functions' own
+	// instances at their launch configurations.
+	e.fillR = cluster.Resources{}
+	for _, fn := range e.fns {
+		for _, id := range fn.live {
+			in := e.insts[id]
+			if in.Spare {
+				e.fillR = e.fillR.Add(in.res)
+			} else if in.res != in.Resources {
+				e.fillR = e.fillR.Add(in.res.Sub(in.Resources))
+			}
+		}
+	}
 }
 
 func (e *cEngine) arrive(fi int) {
@@ -458,7 +501,9 @@ func (e *cEngine) arrive(fi int) {
 		e.enqueue(i, e.now)
 		return
 	}
-	fn.cold++
+	if !e.sawReady {
+		fn.cold++
+	}
 	fn.pending.push(e.now)
 }
 
@@ -467,10 +512,15 @@ func (e *cEngine) arrive(fi int) {
 // its α-band rate).
 func (e *cEngine) pick(fn *cFn) int {
 	e.cands, e.cidx = e.cands[:0], e.cidx[:0]
+	e.sawReady = false
 	for _, id := range fn.live {
 		in := e.insts[id]
 		if !in.ready || in.draining {
 			continue
+		}
+		e.sawReady = true
+		if e.qbound && in.q.n >= in.Batch {
+			continue // its next batch is full
 		}
 		out := in.assigned
 		if e.byQueue {
@@ -543,6 +593,11 @@ func (e *cEngine) start(i, n int) {
 	in.busy = true
 	e.queued -= n
 	e.inflight += n
+	fn := e.fns[in.Function]
+	for e.qbound && !in.draining && fn.pending.n > 0 && in.q.n < in.Batch {
+		in.assigned++
+		in.q.push(fn.pending.pop()) // room in its next batch: the function's oldest waiting request
+	}
 	e.fns[in.Function].rec.Batch(n)
 	in.svc = max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
 	in.doneAt = e.now + in.svc
@@ -701,7 +756,7 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow}
+		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.n}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}
@@ -874,16 +929,23 @@ func (e *cEngine) finish() *ClusterResult {
 		s.Extra["mean_active_servers"] = e.activeArea / T
 		s.Extra["mean_alloc_resource"] = e.allocArea / T
 	}
+	// §5.3's fragment ratio counts what the functions' own instances hold at their launch
+	// configurations: resources spares and loans (infless.Spares, infless.Lend) fill are free
+	// space given extra work, so they count as fragments here and as allocated in
+	// fragment_ratio_filled (equal for policies without spares or loans).
 	if e.capArea > 0 {
-		s.Extra["fragment_ratio"] = 1 - e.allocArea/e.capArea
+		s.Extra["fragment_ratio"] = 1 - (e.allocArea-e.fillArea)/e.capArea
+		s.Extra["fragment_ratio_filled"] = 1 - e.allocArea/e.capArea
 	}
 	// The same per dimension: unallocated CPU threads (GPU SMs) of the active servers over their
 	// CPU threads (GPU SMs). β-weighted, a server is 93 % GPU, so fragment_ratio ≈ fragment_gpu.
 	if e.capCPUArea > 0 {
-		s.Extra["fragment_cpu"] = 1 - e.usedCPUArea/e.capCPUArea
+		s.Extra["fragment_cpu"] = 1 - (e.usedCPUArea-e.fillCPUArea)/e.capCPUArea
+		s.Extra["fragment_cpu_filled"] = 1 - e.usedCPUArea/e.capCPUArea
 	}
 	if e.capGPUArea > 0 {
-		s.Extra["fragment_gpu"] = 1 - e.usedGPUArea/e.capGPUArea
+		s.Extra["fragment_gpu"] = 1 - (e.usedGPUArea-e.fillGPUArea)/e.capGPUArea
+		s.Extra["fragment_gpu_filled"] = 1 - e.usedGPUArea/e.capGPUArea
 	}
 	// Throughput per unit of resource: completed requests per β-weighted resource-second of the
 	// active servers — Eq. 2's objective counts a used server's whole capacity, "the fragments on

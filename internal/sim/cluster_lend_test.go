@@ -74,10 +74,11 @@ func TestRunClusterLend(t *testing.T) {
 			if s.Completed != 10 || math.Abs(s.LatencyMS.Max-tc.wantMax) > 0.01 || math.Abs(s.LatencyMS.P50-tc.wantMax) > 0.01 {
 				t.Errorf("completed %d, latency p50 %v max %v ms; want 10 at %v ms", s.Completed, s.LatencyMS.P50, s.LatencyMS.Max, tc.wantMax)
 			}
+			// fragment_ratio_filled counts the loan as allocated (fragment_ratio, as free).
 			// The first second holds no lending (the instance starts at 0), the rest does: the
 			// time-averaged ratio is between the two states; the last step's view shows what
 			// the instance runs on.
-			if f := s.Extra["fragment_ratio"]; tc.until > 0 && !(f < 1-2*cluster.DefaultBeta/(16*cluster.DefaultBeta+100)-0.01 && f >= tc.wantFrag-1e-9) ||
+			if f := s.Extra["fragment_ratio_filled"]; tc.until > 0 && !(f < 1-2*cluster.DefaultBeta/(16*cluster.DefaultBeta+100)-0.01 && f >= tc.wantFrag-1e-9) ||
 				tc.until == 0 && math.Abs(f-tc.wantFrag) > 1e-9 {
 				t.Errorf("fragment ratio %v, want %v (after the first second)", f, tc.wantFrag)
 			}

@@ -161,6 +161,9 @@ func (p *sloserveCluster) Name() string { return "sloserve" }
 // DispatchByQueue implements ClusterQueueDispatch.
 func (p *sloserveCluster) DispatchByQueue() bool { return p.o.QueueDispatch }
 
+// BoundedQueues implements ClusterQueueBound, as the INFless policy it runs.
+func (p *sloserveCluster) BoundedQueues() bool { return p.o.INFless.BoundQueues }
+
 // Control runs INFless once per pricing on the guarded, headroom-scaled view and keeps the
 // decision with the fewest active servers.
 func (p *sloserveCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {

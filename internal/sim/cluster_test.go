@@ -148,6 +148,7 @@ func inflessVariants() []inflessVariant {
 		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
 		abl("infless-nolend", func(o *INFlessOptions) { o.Lend = false }),
 		abl("infless-nospare", func(o *INFlessOptions) { o.Spare = false }),
+		abl("infless-Eq.1", func(o *INFlessOptions) { o.QueueCap, o.BoundQueues, o.Backlog = false, false, false }),
 	}
 }
 
@@ -177,8 +178,8 @@ func TestINFlessTables(t *testing.T) {
 			paths = append(paths, filepath.Join(tr, f))
 		}
 		t.Logf("%s", set.name)
-		t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | fragment ratio | rps/alloc. resource | mean instances | active servers | batch sizes launched |")
-		t.Logf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		t.Logf("| policy | requests | SLO violations | rps/resource | vs uniform | fragment ratio | with spares, loans | rps/alloc. resource | mean instances | active servers | batch sizes launched |")
+		t.Logf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		type row struct {
 			name string
 			r    *ClusterResult
@@ -212,9 +213,16 @@ func TestINFlessTables(t *testing.T) {
 		}
 		for _, rw := range rows {
 			s := rw.r.Summary
-			t.Logf("| %s | %d | %.2f %% | %.4f | %.2f× | %.1f %% | %.3f | %.1f | %.1f | %v |", rw.name, s.Requests, 100*(1-s.SLOAttainment),
-				s.Extra["rps_per_resource"], s.Extra["rps_per_resource"]/max(base, 1e-12), 100*s.Extra["fragment_ratio"], s.Extra["rps_per_alloc_resource"],
+			t.Logf("| %s | %d | %.2f %% | %.4f | %.2f× | %.1f %% | %.1f %% | %.3f | %.1f | %.1f | %v |", rw.name, s.Requests, 100*(1-s.SLOAttainment),
+				s.Extra["rps_per_resource"], s.Extra["rps_per_resource"]/max(base, 1e-12), 100*s.Extra["fragment_ratio"], 100*s.Extra["fragment_ratio_filled"], s.Extra["rps_per_alloc_resource"],
 				s.Extra["mean_instances"], s.Extra["mean_active_servers"], rw.r.BatchInstances)
 		}
+		res := map[string]*ClusterResult{}
+		var order []string
+		for _, rw := range rows {
+			res[rw.name] = rw.r
+			order = append(order, rw.name)
+		}
+		logPerFunction(t, order, res)
 	}
 }

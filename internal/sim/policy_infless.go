@@ -80,6 +80,21 @@ type INFlessOptions struct {
 	// (ClusterDecision.Preempt), one whose function goes idle or whose server no longer hosts an
 	// instance of the functions drains. Spares never make a server active.
 	Spare bool
+	// QueueCap caps the r_up of b = 1 instances with t_exec > t_slo/2 (infless.SlackLimited: Eq. 1
+	// as printed would rule them out, and ⌊1/t_exec⌋ runs them so busy that most requests that wait
+	// miss) at their share of infless.PooledRate at the function's SLO target (FunctionView.Target),
+	// recomputed each step for the instances the function has (infless.RateBoundsTarget); Alg. 1
+	// places for the residual with the same pooled bound.
+	QueueCap bool
+	// BoundQueues holds an instance's queue to one batch (ClusterQueueBound, INFless §3.2 Fig. 6(a)):
+	// a request no ready instance has room for waits at the function, for the first instance that
+	// has, instead of queueing behind a full batch on one instance (which, for a function whose
+	// slack t_slo − t_exec is shorter than one execution, misses for every request behind it).
+	BoundQueues bool
+	// Backlog adds the function's waiting requests (FunctionView.Waiting), to be served within a
+	// second, to R when the function has instances: a burst that outruns its instances scales it by
+	// the backlog as well as by the new rate.
+	Backlog bool
 }
 
 // DefaultINFlessMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
@@ -90,10 +105,12 @@ const DefaultScaleDownAfter = 30 * time.Second
 
 // DefaultINFlessOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
-// infless.MetricShare form, Defragment, Spare and Lend. PaperINFlessOptions is Eq. 10 as printed.
+// infless.MetricShare form, Defragment, Spare and Lend, and the per-function SLO fixes of issue
+// #18 (QueueCap, BoundQueues, Backlog). PaperINFlessOptions is Eq. 10 as printed.
 func DefaultINFlessOptions() INFlessOptions {
 	o := PaperINFlessOptions()
 	o.Metric, o.Defragment, o.Lend, o.Spare = infless.MetricShare, true, true, true
+	o.QueueCap, o.BoundQueues, o.Backlog = true, true, true
 	return o
 }
 
@@ -193,8 +210,12 @@ func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg := infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric}
+	if p.o.QueueCap {
+		cfg.Target = fv.Target
+	}
 	st := &inflessFn{
-		cfg:  infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric},
+		cfg:  cfg,
 		pred: pred,
 		idle: idleTracker{ka: ka, unit: cmp.Or(p.o.IdleUnit, time.Minute)},
 	}
@@ -247,6 +268,9 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 		st.idle.update(now, fv.Arrivals)
 		loaded := st.idle.loaded(now)
 		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter
+		if p.o.Backlog && len(fv.Instances) > 0 {
+			r += float64(fv.Waiting) // to be served within a second: a rate (1/s)
+		}
 		rates[i] = r
 		if len(fv.Instances) == 0 {
 			switch {
@@ -262,10 +286,7 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			}
 			continue
 		}
-		bounds := make([]infless.Bounds, len(fv.Instances))
-		for k, in := range fv.Instances {
-			bounds[k] = in.Launch.Bounds
-		}
+		bounds := p.bounds(fv, st)
 		split := infless.Band(bounds, r, p.o.Alpha)
 		for k, in := range fv.Instances {
 			d.Weights[in.ID] = split.Rates[k]
@@ -568,7 +589,54 @@ func (p *inflessCluster) defragmentStep(d *ClusterDecision, v ClusterView, now t
 	}
 }
 
+// bounds are the Eq. 1 bounds of fv's instances, with the SlackLimited ones' r_up at their share
+// of infless.PooledRate over all of them (infless.RateBoundsTarget at the function's target): the
+// cap depends on how many there are, so it is recomputed every step rather than kept from launch.
+func (p *inflessCluster) bounds(fv FunctionView, st *inflessFn) []infless.Bounds {
+	bounds := make([]infless.Bounds, len(fv.Instances))
+	pool := 0
+	for k, in := range fv.Instances {
+		bounds[k] = in.Launch.Bounds
+		if st.cfg.Target > 0 && infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+			pool++
+		}
+	}
+	if pool == 0 {
+		return bounds
+	}
+	type capped struct {
+		b  infless.Bounds
+		ok bool
+	}
+	byExec := map[time.Duration]capped{} // instances share a few configurations
+	for k, in := range fv.Instances {
+		if infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+			c, seen := byExec[in.Launch.Exec]
+			if !seen {
+				c.b, c.ok = infless.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
+				byExec[in.Launch.Exec] = c
+			}
+			if c.ok {
+				bounds[k] = c.b
+			}
+		}
+	}
+	return bounds
+}
+
+// pool counts fv's SlackLimited instances (infless.Config.Pool).
+func pool(fv FunctionView) int {
+	n := 0
+	for _, in := range fv.Instances {
+		if infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+			n++
+		}
+	}
+	return n
+}
+
 func (p *inflessCluster) schedule(d *ClusterDecision, v ClusterView, fv FunctionView, st *inflessFn, residual float64) error {
+	st.cfg.Pool = pool(fv)
 	res, err := infless.Schedule(v.Cluster, residual, st.cfg, st.pred)
 	if err != nil {
 		return fmt.Errorf("function %s: %w", fv.Name, err)
@@ -629,3 +697,6 @@ func (t *idleTracker) loaded(now time.Time) bool {
 	// pre-warm and keep-alive windows.
 	return t.win.Loaded(now.Sub(t.lastEnd))
 }
+
+// BoundedQueues implements ClusterQueueBound.
+func (p *inflessCluster) BoundedQueues() bool { return p.o.BoundQueues }

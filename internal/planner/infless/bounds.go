@@ -52,3 +52,116 @@ func perSecond(t float64) float64 {
 	}
 	return 1 / t
 }
+
+// SlackLimited reports whether an instance with batch size b and predicted t_exec exec is the case
+// Eq. 1 leaves out: b = 1 with t_exec > t_slo/2. Eq. 1 assumes a request waits at most for the
+// batch in execution (t_exec ≤ t_slo/2 is enough then); here a request meets the SLO only if it
+// waits less than the slack t_slo − t_exec, shorter than one execution, and Eq. 1's r_low for b = 1
+// as printed, ⌈1/(t_slo − t_exec)⌉, exceeds r_up = ⌊1/t_exec⌋, which would rule the instance out.
+func SlackLimited(b int, exec, slo time.Duration) bool { return b == 1 && 2*exec > slo }
+
+// RateBoundsTarget is RateBounds for an instance that is one of n SlackLimited instances of a
+// function whose requests must meet slo with probability target (the SLO's attainment target; 0
+// means Eq. 1 unchanged). For such an instance r_up = ⌊1/t_exec⌋ runs it 80–100 % busy in the
+// α-band, and most requests that find it busy miss, so r_up is capped at its share of
+// PooledRate(n, t_exec, t_slo − t_exec, target): the n instances together take at most the rate
+// at which requests wait longer than the slack with probability 1 − target. Every other case is
+// RateBounds (Eq. 1; r_low stays 0 for b = 1). ok is false when no rate meets target.
+func RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bounds, bool) {
+	bd, ok := RateBounds(b, exec, slo)
+	if !ok || target <= 0 || !SlackLimited(b, exec, slo) {
+		return bd, ok
+	}
+	n = max(n, 1)
+	up := PooledRate(n, exec, slo-exec, target) / float64(n)
+	if !(up > 0) {
+		return Bounds{}, false
+	}
+	bd.Up = math.Min(bd.Up, up)
+	return bd, true
+}
+
+// PooledRate is the highest Poisson arrival rate (1/s) that n servers with service time exec take
+// while a request waits longer than slack with probability at most 1 − target, by the M/M/n
+// (Erlang C) model: P(W > x) = C(n, λ·t)·e^{−(n/t − λ)x}. Exponential service is pessimistic for
+// a deterministic t_exec (M/D/n waits about half as long), which leaves room for the dispatcher:
+// INFless splits a function's load over its instances by weight, not by queue length, so the
+// pooling is not perfect (one instance is M/D/1, where this model asks for ~10 % less than
+// the exact answer at ssd's figures). 0 when target ≥ 1 or n < 1.
+func PooledRate(n int, exec, slack time.Duration, target float64) float64 {
+	return pooledRateFrom(n, exec, slack, target, 0)
+}
+
+// pooledRateFrom is PooledRate knowing that the answer is at least lo (PooledRate of fewer
+// instances, when a scheduler grows a pool one instance at a time).
+func pooledRateFrom(n int, exec, slack time.Duration, target, lo float64) float64 {
+	d, x := exec.Seconds(), math.Max(slack.Seconds(), 0)
+	if n < 1 || d <= 0 || target >= 1 {
+		return 0
+	}
+	miss := func(l float64) float64 {
+		a := l * d
+		b := 1.0 // Erlang B by recursion, then C
+		for k := 1; k <= n; k++ {
+			b = a * b / (float64(k) + a*b)
+		}
+		c := float64(n) * b / (float64(n) - a*(1-b))
+		return c * math.Exp(-(float64(n)/d-l)*x)
+	}
+	sat := float64(n) / d
+	hi := sat
+	if !(lo >= 0 && lo < hi && miss(lo) <= 1-target) {
+		lo = 0
+	}
+	for hi-lo > 1e-4*hi { // the bound to 0.01 % of saturation
+		mid := (lo + hi) / 2
+		if miss(mid) <= 1-target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// poolRates caches PooledRate by (t_exec, n) for one function's SLO and target while a scheduler
+// grows its pool one instance at a time (each answer is the next one's lower bracket).
+type poolRates struct {
+	slo    time.Duration
+	target float64
+	m      map[time.Duration][]float64 // by t_exec, by n (0 = not computed)
+}
+
+func (p *poolRates) rate(exec time.Duration, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	if p.m == nil {
+		p.m = map[time.Duration][]float64{}
+	}
+	rs := p.m[exec]
+	for len(rs) <= n {
+		rs = append(rs, 0)
+	}
+	if rs[n] == 0 {
+		var lo float64
+		for k := n - 1; k >= 1; k-- {
+			if rs[k] > 0 {
+				lo = rs[k]
+				break
+			}
+		}
+		rs[n] = pooledRateFrom(n, exec, p.slo-exec, p.target, lo)
+	}
+	p.m[exec] = rs
+	return rs[n]
+}
+
+// up is the pooled R_max of n SlackLimited instances with t_exec exec: n times each one's r_up,
+// min(n·⌊1/t_exec⌋, PooledRate(n)) (RateBoundsTarget).
+func (p *poolRates) up(exec time.Duration, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	return math.Min(float64(n)*perSecond(exec.Seconds()), p.rate(exec, n))
+}

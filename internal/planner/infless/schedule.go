@@ -38,6 +38,13 @@ type Config struct {
 	FirstFit bool
 	// Metric selects the resource-efficiency formula; the zero value is Eq. 10 as printed.
 	Metric Metric
+	// Target is the fraction of requests that must meet SLO (the SLO's attainment target, in
+	// [0, 1]): SlackLimited configurations (b = 1, t_exec > t_slo/2) get RateBoundsTarget's
+	// queueing cap on r_up. 0 means Eq. 1 as printed (RateBounds).
+	Target float64
+	// Pool is how many SlackLimited instances the function already runs: a new one's r_up is
+	// its share of PooledRate over Pool + 1 instances. ≥ 0.
+	Pool int
 }
 
 // ShareTolerance is how far below the best share-priced efficiency a configuration may be and
@@ -99,8 +106,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("infless: resources must not be empty")
 	case c.Metric != MetricPaper && c.Metric != MetricOriginal && c.Metric != MetricShare:
 		return fmt.Errorf("infless: metric: unknown %d", c.Metric)
-	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0:
-		return fmt.Errorf("infless: beta %v, offset %v and max_instances %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances)
+	case !(c.Target >= 0 && c.Target <= 1):
+		return fmt.Errorf("infless: target must be in [0, 1], got %v", c.Target)
+	case c.Beta < 0 || c.Offset < 0 || c.MaxInstances < 0 || c.Pool < 0:
+		return fmt.Errorf("infless: beta %v, offset %v, max_instances %d and pool %d must be ≥ 0", c.Beta, c.Offset, c.MaxInstances, c.Pool)
 	}
 	for _, b := range c.Batches {
 		if b < 1 {
@@ -145,7 +154,7 @@ type Result struct {
 }
 
 // Options returns the feasible configurations for cfg, largest batch first, each with its
-// predicted time (offset applied) and Eq. 1 bounds.
+// predicted time (offset applied) and Eq. 1 bounds (RateBoundsTarget at cfg.Target).
 func Options(cfg Config, predict Predictor) []Option {
 	beta := cfg.Beta
 	if beta == 0 {
@@ -164,7 +173,7 @@ func Options(cfg Config, predict Predictor) []Option {
 				continue
 			}
 			t = time.Duration(float64(t) * (1 + cfg.Offset))
-			bounds, ok := RateBounds(b, t, cfg.SLO)
+			bounds, ok := RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
 			if !ok {
 				continue
 			}
@@ -203,6 +212,11 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	for _, o := range opts {
 		best = math.Max(best, o.perRes)
 	}
+	pool := cfg.Pool
+	boundAt := pool
+	pr := poolRates{slo: cfg.SLO, target: cfg.Target}
+	var vecs []serverVec // sharePlacement's buffers
+	var effs []float64
 	// Group options by batch size, largest first (opts is already in that order).
 	type group struct{ start, end int }
 	var groups []group
@@ -226,9 +240,15 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			case cfg.FirstFit:
 				place = firstFitPlacement
 			case cfg.Metric == MetricShare:
-				place = sharePlacement
+				place = nil // sharePlacement, with a reused buffer
 			}
-			p, ok := place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
+			var p Placement
+			var ok bool
+			if place == nil {
+				p, ok = sharePlacement(c, opts[g.start:g.end], residual, &vecs, &effs)
+			} else {
+				p, ok = place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
+			}
 			if !ok {
 				continue // no feasible configuration or no room with this batch size: try the next
 			}
@@ -236,7 +256,18 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 				return res, fmt.Errorf("infless schedule: %w", err)
 			}
 			res.Placements = append(res.Placements, p)
-			residual -= p.Bounds.Up
+			if cfg.Target > 0 && SlackLimited(p.Batch, p.Exec, cfg.SLO) {
+				// A pooled cap: the new instance adds its marginal pooled rate to R_max, and each
+				// instance's share grows with the pool. The options' bounds (which rank them) are
+				// recomputed once the pool has grown by a tenth: PooledRate is O(pool).
+				residual -= pr.up(p.Exec, pool+1) - pr.up(p.Exec, pool)
+				if pool++; pool >= boundAt+max(1, boundAt/10) {
+					boundAt = pool
+					best = rebound(opts, cfg, pool, &pr)
+				}
+			} else {
+				residual -= p.Bounds.Up
+			}
 			placed = true
 			break
 		}
@@ -252,6 +283,22 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	}
 	res.Reason = "residual load covered"
 	return res, nil
+}
+
+// rebound recomputes the SlackLimited options' bounds for one more instance in a pool of pool
+// (RateBoundsTarget at pool+1, from pr) and returns the best r_up per resource over opts.
+func rebound(opts []Option, cfg Config, pool int, pr *poolRates) float64 {
+	var best float64
+	for i := range opts {
+		o := &opts[i]
+		if SlackLimited(o.Batch, o.Exec, cfg.SLO) {
+			if up := pr.up(o.Exec, pool+1) / float64(pool+1); up > 0 {
+				o.Bounds.Up, o.perRes = up, up/o.weight
+			}
+		}
+		best = math.Max(best, o.perRes)
+	}
+	return best
 }
 
 // bestPlacement evaluates Eq. 10 over the options of one batch size admitted by AvailableConfig and
@@ -345,15 +392,23 @@ func SpareGPU(free, capacity cluster.Resources) float64 {
 // capacity: r's dominant share of the capacity, max(c/C, (g − SpareGPU)⁺/G), never 0 (a
 // configuration that only takes spare GPU still costs a sliver, so efficiencies stay finite).
 func ShareCost(r, free, capacity cluster.Resources) float64 {
-	var cost float64
+	return shareCost(r, capacity, SpareGPU(free, capacity))
+}
+
+// shareCost is ShareCost with the server's SpareGPU computed once.
+func shareCost(r, capacity cluster.Resources, spare float64) float64 {
+	cost := 1e-9
 	if capacity.CPU > 0 {
-		cost = float64(r.CPU) / float64(capacity.CPU)
+		if x := float64(r.CPU) / float64(capacity.CPU); x > cost {
+			cost = x
+		}
 	}
 	if capacity.GPU > 0 {
-		g := math.Max(0, float64(r.GPU)-SpareGPU(free, capacity))
-		cost = math.Max(cost, g/float64(capacity.GPU))
+		if x := (float64(r.GPU) - spare) / float64(capacity.GPU); x > cost {
+			cost = x
+		}
 	}
-	return math.Max(cost, 1e-9)
+	return cost
 }
 
 // Fill is the fraction of a server's free resources r would take, each dimension counted as its
@@ -378,39 +433,61 @@ func Fill(r, free, capacity cluster.Resources) float64 {
 // sharePlacement is MetricShare over the options of one batch size admitted by AvailableConfig and
 // every distinct free-resource vector: the best efficiency first, then, within ShareTolerance of
 // it, the best fill.
-func sharePlacement(c *cluster.Cluster, opts []Option, residual, _, _ float64, _ Metric) (Placement, bool) {
-	admitted := func(o Option, fv cluster.FreeVector) bool {
-		return (o.Batch == 1 || residual > o.Bounds.Low) && fv.Free.Fits(o.Resources)
-	}
-	var top float64
+func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]serverVec, effs *[]float64) (Placement, bool) {
+	vecs := (*buf)[:0]
 	c.FreeVectors(func(fv cluster.FreeVector) bool {
 		capacity := c.Capacity(fv.Server)
-		for _, o := range opts {
-			if admitted(o, fv) {
-				top = math.Max(top, o.Bounds.Up/ShareCost(o.Resources, fv.Free, capacity))
-			}
-		}
+		vecs = append(vecs, serverVec{fv: fv, capacity: capacity, spare: SpareGPU(fv.Free, capacity)})
 		return true
 	})
+	*buf = vecs
+	// Pass 1 prices every admitted (vector, option) pair once (NaN: not admitted) and finds the
+	// best efficiency; pass 2 picks by fill among those within ShareTolerance of it.
+	n := len(vecs) * len(opts)
+	if cap(*effs) < n {
+		*effs = make([]float64, n)
+	}
+	es := (*effs)[:n]
+	var top float64
+	for i := range vecs {
+		v := &vecs[i]
+		for k := range opts {
+			o := &opts[k]
+			if !(o.Batch == 1 || residual > o.Bounds.Low) || !v.fv.Free.Fits(o.Resources) {
+				es[i*len(opts)+k] = math.NaN()
+				continue
+			}
+			e := o.Bounds.Up / shareCost(o.Resources, v.capacity, v.spare)
+			es[i*len(opts)+k] = e
+			if e > top {
+				top = e
+			}
+		}
+	}
 	var out Placement
 	var outFill float64
 	found := false
-	c.FreeVectors(func(fv cluster.FreeVector) bool {
-		capacity := c.Capacity(fv.Server)
-		for _, o := range opts {
-			if !admitted(o, fv) {
+	floor := (1 - ShareTolerance) * top
+	for i := range vecs {
+		v := &vecs[i]
+		for k := range opts {
+			e := es[i*len(opts)+k]
+			if !(e >= floor) { // NaN (not admitted) or below the tolerance
 				continue
 			}
-			e := o.Bounds.Up / ShareCost(o.Resources, fv.Free, capacity)
-			if e < (1-ShareTolerance)*top {
-				continue
-			}
-			f := Fill(o.Resources, fv.Free, capacity)
-			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, o, fv.Server, out)) {
-				out, outFill, found = Placement{Option: o, Server: fv.Server, Efficiency: e}, f, true
+			o := &opts[k]
+			f := Fill(o.Resources, v.fv.Free, v.capacity)
+			if !found || f > outFill+1e-12 || (f >= outFill-1e-12 && better(e, *o, v.fv.Server, out)) {
+				out, outFill, found = Placement{Option: *o, Server: v.fv.Server, Efficiency: e}, f, true
 			}
 		}
-		return true
-	})
+	}
 	return out, found
+}
+
+// serverVec is one distinct free vector with its server's capacity and SpareGPU.
+type serverVec struct {
+	fv       cluster.FreeVector
+	capacity cluster.Resources
+	spare    float64
 }

@@ -1,6 +1,10 @@
 package infless
 
-import "github.com/sloserve/sloserve/internal/cluster"
+import (
+	"sort"
+
+	"github.com/sloserve/sloserve/internal/cluster"
+)
 
 // SpareUtilisation is the utilisation R / (Core + Spare) below which a function gets no more
 // spares: inside the α-band a function's own instances run at ≥ α = 0.8 of their r_up, where
@@ -52,6 +56,16 @@ func Spares(c *cluster.Cluster, hosts []int, fns []SpareFunction) []SparePlaceme
 	}
 	var out []SparePlacement
 	full := make([]bool, len(fns)) // nothing of it fits any more
+	idx := newHostIndex(c, hosts)
+	byUp := make([][]Option, len(fns)) // each function's b = 1 options, fastest first
+	for k, f := range fns {
+		for _, o := range f.Options {
+			if o.Batch == 1 {
+				byUp[k] = append(byUp[k], o)
+			}
+		}
+		sort.SliceStable(byUp[k], func(a, b int) bool { return byUp[k][a].Bounds.Up > byUp[k][b].Bounds.Up })
+	}
 	for {
 		k := -1
 		for i, f := range fns {
@@ -65,41 +79,94 @@ func Spares(c *cluster.Cluster, hosts []int, fns []SpareFunction) []SparePlaceme
 		if k < 0 {
 			return out
 		}
-		p, ok := sparePlace(c, hosts, fns[k].Options, fns[k].Core-spare[k])
+		p, ok := sparePlace(idx, byUp[k], fns[k].Core-spare[k])
 		if !ok {
 			full[k] = true
 			continue
 		}
+		before := c.Free(p.Server)
 		if err := c.Place(p.Server, p.Resources); err != nil {
 			full[k] = true // sparePlace checked the room; cannot happen
 			continue
 		}
+		idx.move(p.Server, before, c.Free(p.Server))
 		p.Function = k
 		spare[k] += p.Bounds.Up
 		out = append(out, p)
 	}
 }
 
-// sparePlace picks the fastest b = 1 option with r_up ≤ room that fits a host.
-func sparePlace(c *cluster.Cluster, hosts []int, opts []Option, room float64) (SparePlacement, bool) {
+// hostIndex groups hosts by their free resources and capacity (hosts in one group are alike but
+// for their index), so that a placement looks at each distinct group once.
+type hostIndex struct {
+	capOf  func(int) cluster.Resources
+	groups map[[2]cluster.Resources][]int // (free, capacity) → servers, ascending
+}
+
+func newHostIndex(c *cluster.Cluster, hosts []int) *hostIndex {
+	x := &hostIndex{capOf: c.Capacity, groups: map[[2]cluster.Resources][]int{}}
+	hs := append([]int(nil), hosts...)
+	sort.Ints(hs)
+	for _, h := range hs {
+		k := [2]cluster.Resources{c.Free(h), c.Capacity(h)}
+		x.groups[k] = append(x.groups[k], h)
+	}
+	return x
+}
+
+// move records that server h's free resources went from before to after.
+func (x *hostIndex) move(h int, before, after cluster.Resources) {
+	capacity := x.capOf(h)
+	k := [2]cluster.Resources{before, capacity}
+	g := x.groups[k]
+	if i := sort.SearchInts(g, h); i < len(g) && g[i] == h {
+		g = append(g[:i], g[i+1:]...)
+	}
+	if len(g) == 0 {
+		delete(x.groups, k)
+	} else {
+		x.groups[k] = g
+	}
+	k = [2]cluster.Resources{after, capacity}
+	g = x.groups[k]
+	i := sort.SearchInts(g, h)
+	g = append(g, 0)
+	copy(g[i+1:], g[i:])
+	g[i] = h
+	x.groups[k] = g
+}
+
+// sparePlace picks the fastest b = 1 option with r_up ≤ room that fits a host; opts are b = 1
+// options sorted by r_up, largest first. Among the options of the largest r_up that fits
+// anywhere it takes the smaller share of the server, then the fuller host, then the lower server:
+// each distinct (free, capacity) group of hosts is looked at once per r_up.
+func sparePlace(idx *hostIndex, opts []Option, room float64) (SparePlacement, bool) {
 	var out SparePlacement
 	var outShare, outFree float64
 	found := false
-	for _, o := range opts {
-		if o.Batch != 1 || o.Bounds.Up > room {
+	for i := 0; i < len(opts) && !found; {
+		j := i + 1
+		for j < len(opts) && opts[j].Bounds.Up == opts[i].Bounds.Up {
+			j++
+		}
+		if opts[i].Bounds.Up > room {
+			i = j
 			continue
 		}
-		for _, j := range hosts {
-			free, capacity := c.Free(j), c.Capacity(j)
-			if !free.Fits(o.Resources) {
-				continue
-			}
-			share, left := Share(o.Resources, capacity), Share(free, capacity)
-			if !found || o.Bounds.Up > out.Bounds.Up ||
-				o.Bounds.Up == out.Bounds.Up && (share < outShare || share == outShare && (left < outFree || left == outFree && j < out.Server)) {
-				out, outShare, outFree, found = SparePlacement{Option: o, Server: j}, share, left, true
+		for k, g := range idx.groups {
+			free, capacity, h := k[0], k[1], g[0]
+			left := Share(free, capacity)
+			for _, o := range opts[i:j] {
+				if !free.Fits(o.Resources) {
+					continue
+				}
+				share := Share(o.Resources, capacity)
+				if !found || share < outShare || share == outShare && (left < outFree || left == outFree && h < out.Server) {
+					out, outShare, outFree, found = SparePlacement{Option: o, Server: h}, share, left, true
+				}
 			}
 		}
+		i = j
 	}
 	return out, found
 }
