@@ -75,7 +75,8 @@ type Gateway struct {
 	// MaxInflightBodyBytes bounds the request bytes the gateway holds at once, over all REST
 	// and gRPC requests (bytes). A REST body costs three times its size (the raw body the
 	// gateway may forward, the decoder's copy and the decoded tensors): its Content-Length is reserved before it is read, a chunked body reserves as it
-	// is read; a gRPC request reserves its message size once received. Past the bound requests
+	// is read; a gRPC request reserves three times its message size once
+	// received. Past the bound requests
 	// are answered 503 (gRPC UNAVAILABLE) with Retry-After. Must be at least three times
 	// max_body_bytes.
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`

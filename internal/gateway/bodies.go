@@ -49,8 +49,10 @@ func (b *bodyBudget) reserve(n int64) bool {
 
 func (b *bodyBudget) release(n int64) { b.used.Add(-n) }
 
-// Reserve implements oipgrpc.BodyBudget.
+// Reserve implements oipgrpc.BodyBudget: a gRPC message of n bytes costs bodyCharge × n, as a
+// REST body does (the message, its conversion and the decoded tensors).
 func (b *bodyBudget) Reserve(n int64) (func(), error) {
+	n *= bodyCharge
 	if !b.reserve(n) {
 		return nil, ErrBodyBudget
 	}

@@ -94,18 +94,18 @@ func TestGuardBodies(t *testing.T) {
 }
 
 func TestBodyBudgetReserve(t *testing.T) {
-	b := newBodyBudget(100)
+	b := newBodyBudget(100 * bodyCharge)
 	r1, err := b.Reserve(60)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Reserve(50); !errors.Is(err, oip.ErrUnavailable) {
-		t.Errorf("60 + 50 > 100: err %v, want ErrUnavailable", err)
+		t.Errorf("60 + 50 > 100 (times bodyCharge): err %v, want ErrUnavailable", err)
 	}
 	r1()
 	r1() // once
-	if b.Free() != 100 {
-		t.Errorf("free after release (-want +got): -100 +%d", b.Free())
+	if b.Free() != 100*bodyCharge {
+		t.Errorf("free after release (-want +got): -%d +%d", 100*bodyCharge, b.Free())
 	}
 }
 

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
+
+	"github.com/sloserve/sloserve/internal/oipgrpc"
 )
 
 // budgetServer serves h through a connection budget on 127.0.0.1, as Start wires it.
@@ -217,5 +220,43 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 3 s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The gRPC stats handler finds the counted connection of a real server's RPCs, so that a
+// connection with a stream is never evicted as idle.
+func TestConnBudgetGRPCStreams(t *testing.T) {
+	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 1)
+	t.Cleanup(func() { g.Close(context.Background()) })
+	b := newConnBudget(10, 0, 0)
+	srv, err := oipgrpc.NewServer(g, oipgrpc.Options{ServerOptions: []grpc.ServerOption{grpc.StatsHandler(grpcConnStats{b})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(b.listen(inner, false, true))
+	t.Cleanup(srv.Stop)
+	c, err := oipgrpc.Dial(inner.Addr().String(), oipgrpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.byAddr) != 1 {
+		t.Fatalf("gRPC connections known to the stats handler: %d, want 1", len(b.byAddr))
+	}
+	for _, bc := range b.byAddr {
+		if bc.fresh || bc.streams != 0 || bc.el == nil {
+			t.Errorf("after one RPC: fresh %v, streams %d, idle %v; want false, 0, true", bc.fresh, bc.streams, bc.el != nil)
+		}
 	}
 }

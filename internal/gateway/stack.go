@@ -169,6 +169,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 				grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
 					MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
 				grpc.StatsHandler(grpcConnStats{conns}),
+				grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
 			}})
 		if err == nil {
 			gln, err = net.Listen("tcp", gc.GRPCAddr)

@@ -3,6 +3,7 @@ package attack
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,7 +65,8 @@ type gateway struct {
 }
 
 // startGateway runs `sloserve serve` with one native logreg worker under an open-files limit
-// of gatewayFiles, with gatewayYAML appended to the gateway section of its configuration.
+// of gatewayFiles, with gatewayYAML appended to the gateway section of its configuration. Its
+// log level is $SLOSERVE_ATTACK_LOG (default warn); its log is shown when the test fails.
 func startGateway(t *testing.T, bin, gatewayYAML string) *gateway {
 	t.Helper()
 	dir := t.TempDir()
@@ -88,7 +90,7 @@ models:
 		t.Fatal(err)
 	}
 	lim := strconv.Itoa(gatewayFiles)
-	cmd := exec.Command("prlimit", "--nofile="+lim+":"+lim, "--", bin, "serve", "--config", path, "--log-level", "warn")
+	cmd := exec.Command("prlimit", "--nofile="+lim+":"+lim, "--", bin, "serve", "--config", path, "--log-level", cmp.Or(os.Getenv("SLOSERVE_ATTACK_LOG"), "warn"))
 	g := &gateway{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = &lockedWriter{w: g.stderr}
 	out, err := cmd.StdoutPipe()

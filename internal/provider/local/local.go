@@ -39,9 +39,11 @@ type Config struct {
 	// DefaultHealthInterval.
 	HealthInterval time.Duration
 	// HealthTimeout bounds one health check; default DefaultHealthTimeout. After a failed check
-	// the next one comes after min(HealthInterval, DefaultHealthRecheck), so that a stopped
-	// (SIGSTOP) or hung worker is restarted after about HealthInterval + HealthFailures ×
-	// (HealthTimeout + DefaultHealthRecheck).
+	// the next one comes after min(HealthInterval, DefaultHealthRecheck), and a worker that
+	// fails HealthFailures checks is killed at once (SIGKILL: it answers nothing, and a stopped
+	// one cannot act on SIGTERM), so that a stopped (SIGSTOP) or hung worker is restarted after
+	// about HealthInterval + HealthFailures × (HealthTimeout + DefaultHealthRecheck): ~4.5 s
+	// with the defaults.
 	HealthTimeout time.Duration
 	// HealthFailures is how many consecutive failed checks make a worker be killed and restarted;
 	// default DefaultHealthFailures.
@@ -464,7 +466,10 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 				fails++
 				tick.Reset(min(cfg.HealthInterval, DefaultHealthRecheck))
 				if fails >= cfg.HealthFailures {
-					return kill(fmt.Sprintf("worker failed %d health checks", fails))
+					// It answers nothing (hung, or stopped with SIGSTOP, which holds SIGTERM
+					// pending): no grace, SIGKILL at once.
+					stopProcess(cmd.Process, exited, 0)
+					return fmt.Errorf("worker failed %d health checks", fails)
 				}
 			}
 		}
