@@ -60,6 +60,7 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	maxBatch := fs.Int("max-batch", g.MaxBatch, "largest max batch size B explored")
 	tStep := fs.Float64("timeout-step-ms", float64(g.TimeoutStep)/1e6, "timeout grid step, ms")
 	tMax := fs.Float64("timeout-max-ms", float64(g.TimeoutMax)/1e6, "largest timeout, ms")
+	serviceCV := fs.Float64("service-cv", 0, "coefficient of variation of batch service times (log-normal) the SLO must hold under: the predicted fraction of requests within --slo-ms is at least the percentile (0: BATCH's deterministic service)")
 	paper := fs.Bool("paper-start", false, "use the paper's Eqs. 13-14 for the initial phase instead of the exact one")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -177,6 +178,19 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	default:
 		return usagef("plan batch: give --slo-ms (minimise cost) or --budget (minimise latency)")
 	}
+	if set["service-cv"] {
+		switch {
+		case !(*serviceCV >= 0 && *serviceCV <= 2):
+			return usagef("plan batch: --service-cv must be in [0, 2], got %g", *serviceCV)
+		case p.Objective != analytic.MinCost:
+			return usagef("plan batch: --service-cv constrains --slo-ms (minimise cost), not --budget")
+		}
+		p.ServiceCV = *serviceCV
+	}
+	if p.Objective == analytic.MinCost {
+		// Report the predicted fraction of requests within the SLO under the service noise.
+		p.Attainment = analytic.AttainmentSpec{Threshold: p.SLO, ServiceCV: p.ServiceCV}
+	}
 	if !(*tStep > 0) || !(*tMax > 0) {
 		return usagef("plan batch: --timeout-step-ms and --timeout-max-ms must be > 0")
 	}
@@ -213,7 +227,10 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 		fmt.Fprintf(tw, "memory_mb\t%d\n", plan.MemoryMB)
 		fmt.Fprintf(tw, "max_batch\t%d\n", plan.MaxBatch)
 		fmt.Fprintf(tw, "timeout_ms\t%g\n", plan.TimeoutMS)
-		fmt.Fprintf(tw, "p%g latency\t%.1f ms\n", plan.Percentile*100, plan.LatencyMS)
+		fmt.Fprintf(tw, "p%g latency\t%.1f ms (service CV %g)\n", plan.Percentile*100, plan.LatencyMS, plan.ServiceCV)
+		if p.Attainment.Threshold > 0 {
+			fmt.Fprintf(tw, "within SLO\t%.4f of requests (predicted)\n", plan.Attainment)
+		}
 		fmt.Fprintf(tw, "cost per request\t$%.4g\n", plan.CostPerRequest)
 		fmt.Fprintf(tw, "mean batch size\t%.2f\n", plan.MeanBatchSize)
 		fmt.Fprintf(tw, "feasible\t%v (%s)\n", plan.Feasible, plan.Reason)

@@ -28,6 +28,8 @@ func TestPlanBatchUsageErrors(t *testing.T) {
 		{"grid outside the profile", []string{"plan", "batch", "--rate", "5", "--slo-ms", "3000", "--memory-max-mb", "1024"}},
 		{"bad grid", []string{"plan", "batch", "--rate", "5", "--slo-ms", "3000", "--memory-step-mb", "0"}},
 		{"unknown flag", []string{"plan", "batch", "--rate", "5", "--slo-ms", "3000", "--nope"}},
+		{"negative service cv", []string{"plan", "batch", "--rate", "5", "--slo-ms", "3000", "--service-cv", "-0.1"}},
+		{"service cv with a budget", []string{"plan", "batch", "--rate", "5", "--budget", "1e-4", "--service-cv", "0.05"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

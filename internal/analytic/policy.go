@@ -32,6 +32,9 @@ type PolicyConfig struct {
 	Grid Grid `json:"grid"`
 	// Pricing is the serverless price list.
 	Pricing Pricing `json:"pricing"`
+	// ServiceCV is the coefficient of variation of batch service times the SLO constraint is
+	// predicted under (Problem.ServiceCV; 0: BATCH's deterministic service). MinCost only.
+	ServiceCV float64 `json:"service_cv"`
 	// Reference, when set, is another policy's problem solved on the same fitted arrivals at
 	// every re-plan; the plan must then be predicted to attain at least what the reference's
 	// plan attains (Solve).
@@ -106,7 +109,7 @@ func (c PolicyConfig) Validate() error {
 	// The problem's own checks cover the target, grid and prices; arrivals and service are
 	// supplied later, so stand-ins fill them here.
 	p := Problem{Arrivals: &MAP{}, Service: TFResnetV2, Percentile: c.Percentile, Objective: c.Objective,
-		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing}
+		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing, ServiceCV: c.ServiceCV}
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("batch policy: %w", err)
 	}
@@ -140,7 +143,7 @@ func (c PolicyConfig) Replan(interarrivals []float64, svc ServiceModel) (Plan, e
 // A reference the optimiser cannot solve (e.g. its grid misses the profile) adds no floor.
 func (c PolicyConfig) Solve(a *MAP, svc ServiceModel) (Plan, error) {
 	p := Problem{Arrivals: a, Service: svc, Percentile: c.Percentile, Objective: c.Objective,
-		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing}
+		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing, ServiceCV: c.ServiceCV}
 	if r := c.Reference; r != nil && c.Objective == MinCost {
 		p.Attainment = r.Floor(a, c.Pricing)
 	}

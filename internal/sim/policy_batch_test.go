@@ -116,3 +116,46 @@ func TestBatchPolicyTwitterDay(t *testing.T) {
 		}
 	}
 }
+
+// resnetV2 returns BATCH's TF-resnetV2 serverless profile (batch-lambda-polynomials.json), or
+// skips when the shared data is absent.
+func resnetV2(t *testing.T) profile.Model {
+	t.Helper()
+	pf, err := os.Open("../../../shared/data/profiles/batch-lambda-polynomials.json")
+	if err != nil {
+		t.Skipf("shared data not available: %v", err)
+	}
+	defer pf.Close()
+	polys, err := profile.ReadBatchPolynomials(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return profile.Model{Name: "TF-resnetV2", Serverless: polys["TF-resnetV2"]}
+}
+
+// TestBatchPolicyMeetsSLOUnderServiceNoise is issue #18's acceptance run for BATCH: the batch
+// policy on TF-resnetV2 (3008 MB), 30 minutes of 50 req/s Poisson arrivals, p95 ≤ 5 s, with the
+// simulator's default service noise (CV 0.05). A plan whose deterministic P_95 sits a few ms under
+// the SLO misses it on a third of the requests; constraining the predicted attainment at the
+// noise's CV (policies.batch.service_cv) meets the target.
+func TestBatchPolicyMeetsSLOUnderServiceNoise(t *testing.T) {
+	t.Parallel()
+	model := resnetV2(t)
+	cfg := DefaultConfig()
+	cfg.SLO = slo.Spec{Threshold: 5 * time.Second, Target: 0.95}
+	pol, err := New("batch", Env{Model: model, SLO: cfg.SLO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := &poissonArrivals{rng: rand.New(rand.NewPCG(18, 6)), rate: 50, stop: 30 * time.Minute}
+	res, err := Run(context.Background(), cfg, nil, model, pol, arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	t.Logf("batch, noise CV %.2f: requests %d attainment %.4f p95 %.0f ms mean batch %.2f $%.4g/req", cfg.NoiseCV,
+		s.Requests, s.SLOAttainment, s.LatencyMS.P95, s.MeanBatchSize, s.CostUSD.Total/float64(max(s.Completed, 1)))
+	if s.SLOAttainment < 0.95 {
+		t.Errorf("attainment %.4f < target 0.95 (p95 %.0f ms, SLO 5000 ms)", s.SLOAttainment, s.LatencyMS.P95)
+	}
+}
