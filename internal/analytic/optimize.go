@@ -293,7 +293,6 @@ func Optimize(p Problem) (Plan, error) {
 	}
 	step := g.TimeoutStep.Seconds()
 	nT := int(g.TimeoutMax / g.TimeoutStep)
-	r := GridSteps(p.Arrivals, step, 1)
 	slo := p.SLO.Seconds()
 	pct := p.Percentile
 
@@ -335,7 +334,9 @@ func Optimize(p Problem) (Plan, error) {
 		var md *Model
 		var err error
 		js := []int{0}
+		r := 1
 		if b > 1 {
+			r = GridSteps(p.Arrivals, b, step, nT, 1)
 			md, err = NewModel(p.Arrivals, b, step/float64(r), float64(nT)*step)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
