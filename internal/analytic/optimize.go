@@ -249,13 +249,21 @@ type candidate struct {
 	svc       []float64
 }
 
+// Ties of the optimiser's ranking: costs within a relative tieCost (one part in a million) and latencies within
+// tieLatency seconds (twice Quantile's resolution) are equal.
+const (
+	tieCost    = 1e-6
+	tieLatency = 2e-6
+)
+
 // Optimize solves Eq. 2 or Eq. 3 by exhaustive search over the grid's memory sizes inside the
 // service model's domain, max batch sizes 1..B_max and timeouts, with the analytic model: one
 // Model per B shares the CTMC across all timeouts, and the latency CDF for each memory size only
 // re-weights the precomputed wait distribution. The cost per request is the long-run ratio
 // E[cost of a call]/E[K] (renewal reward over batches) — BATCH's solver prices the p-quantile
-// batch size instead, which over-states the cost when batches rarely fill. Ties go to the
-// smaller timeout, batch and memory. With ServiceCV > 0 the SLO constraint is the predicted
+// batch size instead, which over-states the cost when batches rarely fill. Costs within a
+// relative 1e-6 are ties, broken by the lower P_p and then by the smaller batch, timeout and
+// memory (at λT ≫ B all timeouts beyond a few fill times cost the same up to rounding). With ServiceCV > 0 the SLO constraint is the predicted
 // fraction of requests within the SLO under that service noise (Problem.ServiceCV), and when
 // nothing meets it the best effort is the configuration with the highest such fraction.
 // Optimize is pure; callers may run problems in parallel.
@@ -317,18 +325,46 @@ func Optimize(p Problem) (Plan, error) {
 		return c.within
 	}
 	explored := 0
+	// MinCost keeps every feasible candidate within tieCost of the cheapest seen so far (ties,
+	// and sloTies for the SLO constraint alone under a floor) and picks among those within
+	// tieCost of the cheapest overall: the lowest P_p, then the earliest (smaller B, T, memory).
+	var ties, sloTies []*candidate
+	bestCost, sloCost := math.Inf(1), math.Inf(1)
+	costTie := func(c, m float64) bool { return c <= m*(1+tieCost) }
+	// pp returns a candidate's P_p (under the problem's service noise), computed once.
+	pp := func(c *candidate) float64 {
+		if math.IsNaN(c.q) {
+			c.q = c.bt.QuantileCV(c.svc, pct, cv)
+		}
+		return c.q
+	}
+	pick := func(cs []*candidate, m float64) *candidate {
+		var out *candidate
+		for _, c := range cs {
+			if costTie(c.cost, m) && (out == nil || pp(c) < pp(out)-tieLatency) {
+				out = c
+			}
+		}
+		return out
+	}
+	// better ranks a before b: by cost then P_p (byCost), or by P_p then cost. Values within
+	// tieCost (relative) or tieLatency are equal, so that floating-point noise does not break
+	// ties; a full tie keeps the earlier candidate (smaller B, then T, then memory).
 	better := func(a, b *candidate, byCost bool) bool {
 		if b == nil {
 			return true
 		}
-		x, y := a.q, b.q
-		if byCost {
-			x, y = a.cost, b.cost
+		costTied := math.Abs(a.cost-b.cost) <= tieCost*math.Max(a.cost, b.cost)
+		if byCost && !costTied {
+			return a.cost < b.cost
 		}
-		if x != y {
-			return x < y
+		if qa, qb := pp(a), pp(b); math.Abs(qa-qb) > tieLatency {
+			return qa < qb
 		}
-		return false // earlier (smaller B, T, memory) wins ties
+		if !byCost && !costTied {
+			return a.cost < b.cost
+		}
+		return false
 	}
 	for b := 1; b <= bTop; b++ {
 		var md *Model
@@ -366,17 +402,20 @@ func Optimize(p Problem) (Plan, error) {
 				c.cost /= bt.meanK
 				switch p.Objective {
 				case MinCost:
-					// Only a configuration that would win on cost needs its constraints checked;
-					// while nothing is feasible every one is, so the best effort sees them all.
-					if !better(c, best, true) && (!floor || !better(c, withinSLO, true)) {
+					// Only a configuration that would win or tie on cost needs its constraints
+					// checked; while nothing is feasible every one is, so the best effort sees
+					// them all.
+					if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
 						continue
 					}
 					if withinSLOFrac(c) >= pct {
-						if floor && better(c, withinSLO, true) {
-							withinSLO = c
+						if floor && costTie(c.cost, sloCost) {
+							sloTies = append(sloTies, c)
+							sloCost = math.Min(sloCost, c.cost)
 						}
-						if better(c, best, true) && (!floor || attain(c) >= p.Attainment.Min) {
-							best = c
+						if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
+							ties = append(ties, c)
+							bestCost = math.Min(bestCost, c.cost)
 						}
 					} else if cv > 0 {
 						// Best effort if nothing is feasible: the most requests within the SLO.
@@ -403,6 +442,9 @@ func Optimize(p Problem) (Plan, error) {
 			}
 		}
 	}
+	if p.Objective == MinCost {
+		best, withinSLO = pick(ties, bestCost), pick(sloTies, sloCost)
+	}
 	floorDropped := floor && best == nil && withinSLO != nil
 	if floorDropped {
 		best = withinSLO
@@ -411,9 +453,7 @@ func Optimize(p Problem) (Plan, error) {
 	if !feasible {
 		best = fallback
 	}
-	if math.IsNaN(best.q) || cv > 0 {
-		best.q = best.bt.QuantileCV(best.svc, pct, cv)
-	}
+	pp(best)
 	if p.Attainment.Threshold > 0 {
 		attain(best)
 	} else {
