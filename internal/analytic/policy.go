@@ -162,6 +162,27 @@ type Online struct {
 	started  bool
 	fits     int
 	lastErr  error
+	pinned   bool
+	history  []PlanChange
+}
+
+// PlanChange is a configuration an Online put in force and when.
+type PlanChange struct {
+	// At is when the plan took effect.
+	At time.Time `json:"at"`
+	// Plan is the configuration and what the optimiser predicted for it.
+	Plan Plan `json:"plan"`
+}
+
+// NewPinnedOnline returns an Online that runs plan (its MemoryMB, MaxBatch and Timeout) for
+// ever: it records arrivals but never re-plans. It replays a fixed configuration, e.g. one of
+// `sloserve plan batch`, through the same buffer as the online policy.
+func NewPinnedOnline(plan Plan) *Online {
+	plan.MaxBatch = max(plan.MaxBatch, 1)
+	if plan.Reason == "" {
+		plan.Reason = "pinned"
+	}
+	return &Online{plan: plan, pinned: true}
 }
 
 // NewOnline returns the policy for service model svc. Until the first successful fit it runs
@@ -186,9 +207,18 @@ func (o *Online) Observe(arrival time.Time) { o.arrivals = append(o.arrivals, ar
 // re-planning time it drops arrivals older than the window, fits and re-optimises; with too few
 // arrivals, or when the fit fails, it keeps the current configuration and retries later.
 func (o *Online) Plan(now time.Time) (Plan, time.Time) {
+	if o.pinned {
+		if !o.started {
+			o.started = true
+			o.history = append(o.history, PlanChange{At: now, Plan: o.plan})
+		}
+		o.arrivals = o.arrivals[:0] // nothing is fitted
+		return o.plan, now.Add(time.Hour)
+	}
 	if !o.started {
 		o.started = true
 		o.next = now.Add(o.cfg.Retry)
+		o.history = append(o.history, PlanChange{At: now, Plan: o.plan})
 		return o.plan, o.next
 	}
 	if now.Before(o.next) {
@@ -211,10 +241,15 @@ func (o *Online) Plan(now time.Time) (Plan, time.Time) {
 	if plan.MaxBatch > 0 {
 		o.plan = plan
 		o.fits++
+		o.history = append(o.history, PlanChange{At: now, Plan: plan})
 	}
 	o.next = now.Add(o.cfg.Period)
 	return o.plan, o.next
 }
+
+// History returns every plan put in force, in order: the initial one at the first call of Plan
+// and one per successful re-plan (or the pinned plan once).
+func (o *Online) History() []PlanChange { return append([]PlanChange(nil), o.history...) }
 
 // Fits returns how many re-plans produced a configuration.
 func (o *Online) Fits() int { return o.fits }
@@ -269,6 +304,9 @@ func (p *BufferPolicy) Observe(o batching.Outcome, now time.Time) {
 
 // MaxBatch implements batching.Policy.
 func (p *BufferPolicy) MaxBatch() int { return max(p.o.Current().MaxBatch, 1) }
+
+// Plans returns the plans the policy put in force (Online.History).
+func (p *BufferPolicy) Plans() []PlanChange { return p.o.History() }
 
 // MemoryMB returns the function memory size the current plan asks for, in MB.
 func (p *BufferPolicy) MemoryMB() int { return p.o.Current().MemoryMB }

@@ -35,6 +35,17 @@ type BatchOptions struct {
 	// is not told a run's noise); 0 is BATCH's deterministic model, whose plans sit a few ms
 	// under the SLO and miss it under noise (issue #18). In [0, 2].
 	ServiceCV float64 `yaml:"service_cv"`
+	// Pin, when its MaxBatch is > 0, runs one fixed plan (MaxBatch, Timeout at memory_mb) for
+	// the whole run instead of re-optimising, e.g. a plan of `sloserve plan batch`.
+	Pin BatchPin `yaml:"pin"`
+}
+
+// BatchPin is a fixed (B, T) for the batch policy.
+type BatchPin struct {
+	// MaxBatch is B, ≥ 1 to pin (0: not pinned).
+	MaxBatch int `yaml:"max_batch"`
+	// Timeout is T, ≥ 0.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // memoryService adapts a model's serverless profile at one memory size to analytic.ServiceModel.
@@ -101,9 +112,18 @@ func newBatch(env Env) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
-	online, err := analytic.NewOnline(pc, svc)
-	if err != nil {
-		return Policy{}, fmt.Errorf("batch: %w", err)
+	var online *analytic.Online
+	switch {
+	case o.Pin.MaxBatch < 0 || o.Pin.MaxBatch > o.MaxBatch || o.Pin.Timeout < 0:
+		return Policy{}, fmt.Errorf("batch.pin: max_batch must be in [0, max_batch %d] and timeout ≥ 0, got %d, %v", o.MaxBatch, o.Pin.MaxBatch, o.Pin.Timeout)
+	case o.Pin.MaxBatch > 0:
+		online = analytic.NewPinnedOnline(analytic.Plan{MemoryMB: svc.memoryMB, MaxBatch: o.Pin.MaxBatch, Timeout: o.Pin.Timeout,
+			TimeoutMS: float64(o.Pin.Timeout) / float64(time.Millisecond), Percentile: pc.Percentile, Reason: "pinned by policies.batch.pin"})
+	default:
+		online, err = analytic.NewOnline(pc, svc)
+		if err != nil {
+			return Policy{}, fmt.Errorf("batch: %w", err)
+		}
 	}
 	return Policy{
 		Router:     RouterFunc(func(Request, TierView, time.Time) Route { return RouteServerless }),
