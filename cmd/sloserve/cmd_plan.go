@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -39,6 +40,8 @@ type planBatchOutput struct {
 	D0        [][]float64 `json:"map_d0"`
 	D1        [][]float64 `json:"map_d1"`
 	ElapsedMS float64     `json:"elapsed_ms"`
+	// Validation is the replay of the plan through the buffer simulator (--validate).
+	Validation *analytic.Replay `json:"validation,omitempty"`
 }
 
 // runPlanBatch is 'sloserve plan batch': BATCH's optimiser (analytic.Optimize) for one arrival
@@ -60,7 +63,10 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	maxBatch := fs.Int("max-batch", g.MaxBatch, "largest max batch size B explored")
 	tStep := fs.Float64("timeout-step-ms", float64(g.TimeoutStep)/1e6, "timeout grid step, ms")
 	tMax := fs.Float64("timeout-max-ms", float64(g.TimeoutMax)/1e6, "largest timeout, ms")
+	serviceCV := fs.Float64("service-cv", 0, "coefficient of variation of batch service times (log-normal) the SLO must hold under: the predicted fraction of requests within --slo-ms is at least the percentile (0: BATCH's deterministic service)")
 	paper := fs.Bool("paper-start", false, "use the paper's Eqs. 13-14 for the initial phase instead of the exact one")
+	validate := fs.Bool("validate", false, "replay the plan through the buffer simulator (the --trace's own arrivals, or one hour sampled from --rate/--map) with --service-cv noise and print what it measures")
+	seed := fs.Uint64("seed", 1, "--validate: seed of the sampled arrivals and the service noise")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -79,6 +85,7 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	}
 	p := analytic.Problem{}
 	var arrivals string
+	var replayIA []float64 // --validate: the trace's own inter-arrivals
 	switch {
 	case set["rate"]:
 		if !(*rate > 0) || math.IsInf(*rate, 0) {
@@ -102,7 +109,7 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 		if err != nil {
 			return usagef("plan batch: --trace %s: %v", *tracePath, err)
 		}
-		p.Arrivals, arrivals = a, "map2-fit("+*tracePath+")"
+		p.Arrivals, arrivals, replayIA = a, "map2-fit("+*tracePath+")", x
 	case set["map"]:
 		parts := strings.Split(*mapFiles, ",")
 		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
@@ -177,6 +184,19 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	default:
 		return usagef("plan batch: give --slo-ms (minimise cost) or --budget (minimise latency)")
 	}
+	if set["service-cv"] {
+		switch {
+		case !(*serviceCV >= 0 && *serviceCV <= 2):
+			return usagef("plan batch: --service-cv must be in [0, 2], got %g", *serviceCV)
+		case p.Objective != analytic.MinCost:
+			return usagef("plan batch: --service-cv constrains --slo-ms (minimise cost), not --budget")
+		}
+		p.ServiceCV = *serviceCV
+	}
+	if p.Objective == analytic.MinCost {
+		// Report the predicted fraction of requests within the SLO under the service noise.
+		p.Attainment = analytic.AttainmentSpec{Threshold: p.SLO, ServiceCV: p.ServiceCV}
+	}
 	if !(*tStep > 0) || !(*tMax > 0) {
 		return usagef("plan batch: --timeout-step-ms and --timeout-max-ms must be > 0")
 	}
@@ -195,7 +215,21 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	if err != nil && !errors.Is(err, analytic.ErrInfeasible) {
 		return usagef("plan batch: %v", err)
 	}
-	out := planBatchOutput{Plan: plan, Profile: profileName, Arrivals: arrivals, BudgetUSD: p.Budget,
+	var replay *analytic.Replay
+	if *validate && plan.MaxBatch > 0 {
+		rng := rand.New(rand.NewPCG(*seed, *seed^0x5eed))
+		if replayIA == nil {
+			sm := analytic.NewSampler(p.Arrivals, rng)
+			for tot := 0.0; tot < 3600; {
+				d := sm.Next()
+				tot += d
+				replayIA = append(replayIA, d)
+			}
+		}
+		r := analytic.ReplayPlan(replayIA, svc, plan, analytic.DefaultPricing(), p.SLO, p.ServiceCV, rng)
+		replay = &r
+	}
+	out := planBatchOutput{Plan: plan, Validation: replay, Profile: profileName, Arrivals: arrivals, BudgetUSD: p.Budget,
 		D0: p.Arrivals.D0(), D1: p.Arrivals.D1(), ElapsedMS: float64(elapsed) / 1e6}
 	if p.SLO > 0 {
 		out.SLOMS = float64(p.SLO) / 1e6
@@ -213,11 +247,23 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 		fmt.Fprintf(tw, "memory_mb\t%d\n", plan.MemoryMB)
 		fmt.Fprintf(tw, "max_batch\t%d\n", plan.MaxBatch)
 		fmt.Fprintf(tw, "timeout_ms\t%g\n", plan.TimeoutMS)
-		fmt.Fprintf(tw, "p%g latency\t%.1f ms\n", plan.Percentile*100, plan.LatencyMS)
+		fmt.Fprintf(tw, "p%g latency\t%.1f ms (service CV %g)\n", plan.Percentile*100, plan.LatencyMS, plan.ServiceCV)
+		if p.Attainment.Threshold > 0 {
+			fmt.Fprintf(tw, "within SLO\t%.4f of requests (predicted)\n", plan.Attainment)
+		}
 		fmt.Fprintf(tw, "cost per request\t$%.4g\n", plan.CostPerRequest)
 		fmt.Fprintf(tw, "mean batch size\t%.2f\n", plan.MeanBatchSize)
 		fmt.Fprintf(tw, "feasible\t%v (%s)\n", plan.Feasible, plan.Reason)
 		fmt.Fprintf(tw, "explored\t%d configurations in %v\n", plan.Explored, elapsed.Round(time.Millisecond))
+		if r := replay; r != nil {
+			fmt.Fprintf(tw, "validation\t%d requests replayed through the buffer, service CV %g\n", r.Requests, r.ServiceCV)
+			fmt.Fprintf(tw, "  p%g latency\t%.1f ms (predicted %.1f)\n", plan.Percentile*100, r.LatencyMS, plan.LatencyMS)
+			if p.SLO > 0 {
+				fmt.Fprintf(tw, "  within SLO\t%.4f (predicted %.4f)\n", r.WithinSLO, plan.Attainment)
+			}
+			fmt.Fprintf(tw, "  cost per request\t$%.4g (predicted $%.4g)\n", r.CostPerRequest, plan.CostPerRequest)
+			fmt.Fprintf(tw, "  mean batch size\t%.2f (predicted %.2f)\n", r.MeanBatchSize, plan.MeanBatchSize)
+		}
 		if werr := tw.Flush(); werr != nil {
 			return fmt.Errorf("plan batch: %w", werr)
 		}

@@ -30,6 +30,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	maxRPS := fs.Float64("max-rps", 0, "rescale the trace so that its highest step rate is this many requests per second (MLProxy §3.5)")
 	duration := fs.Duration("duration", 0, "replay only the first DURATION of the trace")
 	asJSON := fs.Bool("json", false, "print the Summary as JSON (an array with several policies)")
+	showPlans := fs.Bool("plans", false, "print to stderr the serverless buffer plans each policy put in force (the batch policy's (memory, B, T) over the run)")
 	seriesPath := fs.String("series", "", "write the time series of every policy to this CSV file")
 	plotDir := fs.String("plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
 	scoreboard := fs.Bool("scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
@@ -188,6 +189,13 @@ func runSim(ctx context.Context, args []string, e env) error {
 	sums := make([]slo.Summary, len(runs))
 	for i, r := range runs {
 		sums[i] = r.Result.Summary
+		if *showPlans {
+			for _, pc := range r.Result.Plans {
+				fmt.Fprintf(e.stderr, "sim: %s plan at %v: memory %d MB, B %d, T %v, predicted P%g %.1f ms (service CV %g): %s\n",
+					sums[i].Policy, pc.At.Sub(r.Result.Plans[0].At), pc.Plan.MemoryMB, pc.Plan.MaxBatch, pc.Plan.Timeout,
+					pc.Plan.Percentile*100, pc.Plan.LatencyMS, pc.Plan.ServiceCV, pc.Plan.Reason)
+			}
+		}
 	}
 	if *asJSON {
 		if len(sums) == 1 && *policy != "all" && !strings.Contains(*policy, ",") {

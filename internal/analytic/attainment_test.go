@@ -193,3 +193,59 @@ func TestAttainmentFloorDropped(t *testing.T) {
 		t.Errorf("infeasible SLO: %v, want ErrInfeasible", err)
 	}
 }
+
+// TestOptimizeServiceCVHoldsUnderNoise is issue #18 item 6 on the optimiser: BATCH's TF-resnetV2
+// at 3008 MB, 50 req/s Poisson, p95 ≤ 5 s. The deterministic plan (ServiceCV 0) sits a few ms
+// under the SLO and a buffer whose batches carry a 5 % log-normal noise misses the target with
+// it; with ServiceCV 0.05 the plan is predicted and simulated to meet it, and it is the cheapest
+// configuration on the grid that is predicted to.
+func TestOptimizeServiceCVHoldsUnderNoise(t *testing.T) {
+	const slo, cv = 5 * time.Second, 0.05
+	a := mustMAP(t)(Poisson(50))
+	grid := DefaultGrid()
+	grid.MemoryMinMB, grid.MemoryMaxMB = 3008, 3008
+	ia := sample(a, 200000, 18)
+	plans := map[float64]Plan{}
+	for _, c := range []float64{0, cv} {
+		plan, err := Optimize(Problem{Arrivals: a, Service: TFResnetV2, Percentile: 0.95, SLO: slo, Grid: grid,
+			ServiceCV: c, Attainment: AttainmentSpec{Threshold: slo, ServiceCV: cv}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans[c] = plan
+		sim := noisyAttainment(ia, plan.MaxBatch, plan.Timeout.Seconds(), polyService(TFResnetV2, plan.MaxBatch, 3008), slo.Seconds(), cv, 5)
+		t.Logf("ServiceCV %g: B %d T %v P95 %.1f ms (CV %g), predicted within SLO at CV %g %.4f, simulated %.4f, $%.4g/req",
+			c, plan.MaxBatch, plan.Timeout, plan.LatencyMS, plan.ServiceCV, cv, plan.Attainment, sim, plan.CostPerRequest)
+		switch {
+		case c == 0 && sim >= 0.95:
+			t.Errorf("deterministic plan attains %.4f ≥ 0.95 under noise: the case no longer shows the defect", sim)
+		case c > 0 && (plan.Attainment < 0.95 || sim < 0.95):
+			t.Errorf("ServiceCV %g: predicted %.4f, simulated %.4f, want both ≥ 0.95", c, plan.Attainment, sim)
+		case c > 0 && plan.LatencyMS > float64(slo.Milliseconds()):
+			t.Errorf("ServiceCV %g: P95 under the noise %.1f ms > SLO", c, plan.LatencyMS)
+		}
+	}
+	if plans[cv].CostPerRequest < plans[0].CostPerRequest {
+		t.Errorf("noise-aware plan costs %.4g < deterministic %.4g: it must be a subset's optimum", plans[cv].CostPerRequest, plans[0].CostPerRequest)
+	}
+	// Nothing cheaper on the grid is predicted to meet the target under the noise.
+	best := plans[cv]
+	price := DefaultPricing()
+	for b := 2; b <= grid.MaxBatch; b++ {
+		for to := grid.TimeoutStep; to <= grid.TimeoutMax; to += 70 * time.Millisecond {
+			bt, err := Analyze(a, b, to.Seconds(), StartExact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := polyService(TFResnetV2, b, 3008)
+			c := 0.0
+			for k, pk := range bt.BatchPMF() {
+				c += pk * price.CallCost(svc[k], 3008)
+			}
+			c /= bt.MeanBatchSize()
+			if att := bt.Attainment(svc, slo.Seconds(), cv); att >= 0.95+1e-3 && c < best.CostPerRequest*(1-1e-6) {
+				t.Errorf("B=%d T=%v attains %.4f and costs %.4g < plan's %.4g", b, to, att, c, best.CostPerRequest)
+			}
+		}
+	}
+}

@@ -57,11 +57,17 @@ func TestMomentsOfPoisson(t *testing.T) {
 	}
 }
 
-// TestFitTwitterHoursMatchesBATCH compares our MAP(2) fits of the raw Twitter hours with BATCH's
-// published KPC-toolbox fits of the same hours (hour h is the file MAP{h+1}). Run with -v for
-// the table in docs/batch.md.
-func TestFitTwitterHoursMatchesBATCH(t *testing.T) {
-	t.Logf("| hour | samples | trace rate/s | SCV | skew | ρ1 | our rate | our ρ1 | BATCH rate | BATCH SCV | BATCH ρ1 | rate diff %% |")
+// TestFitTwitterHoursReplayRawTrace is the test of FitMAP2 that matters to BATCH: the latency
+// distribution the model predicts from the fit must be the one the buffer produces on the raw
+// trace. Each raw Twitter hour (hour h is BATCH's MAP{h+1}) is replayed through the buffer
+// (SimulateBuffer, BATCH's linear profile, where waits are a large part of the latency) and the
+// Kolmogorov distance between the replay's latencies and LatencyCDF of our fit must be ≤ 0.01
+// at (B, T) = (10, 200 ms) and (20, 490 ms). A fit that matches only the mean rate fails it: a
+// Poisson process of the same rate is 0.02–0.05 off in the busy hours (issue #18 item 9), and so
+// is, at 0.02–0.04, BATCH's published KPC-toolbox fit, which under-states the lag-1
+// autocorrelation (logged). Run with -v for the table in docs/batch.md.
+func TestFitTwitterHoursReplayRawTrace(t *testing.T) {
+	t.Logf("| hour | samples | trace rate/s | SCV | ρ1 | our ρ1 | BATCH ρ1 | B | T ms | KS ours | KS BATCH's fit | KS Poisson |")
 	t.Logf("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, h := range []int{0, 7, 14, 20} {
 		path := needShared(t, fmt.Sprintf("traces/twitter-2017-05-25-interarrivals/TW_may25_%d-%d", h, h+1))
@@ -79,13 +85,31 @@ func TestFitTwitterHoursMatchesBATCH(t *testing.T) {
 			t.Fatal(err)
 		}
 		theirs := publishedTwitterMAP(t, h+1)
+		pois := mustMAP(t)(Poisson(1 / st.Mean))
 		_, _, _, rho := ours.Moments()
-		_, tscv, _, trho := theirs.Moments()
-		diff := 100 * math.Abs(ours.Rate()/theirs.Rate()-1)
-		t.Logf("| %d | %d | %.3f | %.3f | %.3f | %.4f | %.3f | %.4f | %.3f | %.3f | %.4f | %.3f |",
-			h, st.N, 1/st.Mean, st.SCV, st.Skew, st.Rho1, ours.Rate(), rho, theirs.Rate(), tscv, trho, diff)
-		if diff > 5 {
-			t.Errorf("hour %d: mean rate (-BATCH +ours) %.3f %.3f: %.1f %% apart", h, theirs.Rate(), ours.Rate(), diff)
+		_, _, _, trho := theirs.Moments()
+		for _, c := range []struct {
+			b       int
+			timeout float64
+		}{{10, 0.2}, {20, 0.49}} {
+			svc := linearService(c.b)
+			lat, _ := SimulateBuffer(x, c.b, c.timeout, svc)
+			ks := make([]float64, 3)
+			for i, a := range []*MAP{ours, theirs, pois} {
+				bt, err := Analyze(a, c.b, c.timeout, StartExact)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ks[i] = Kolmogorov(append([]float64(nil), lat...), func(v float64) float64 { return bt.LatencyCDF(svc, v) })
+			}
+			t.Logf("| %d | %d | %.3f | %.3f | %.4f | %.4f | %.4f | %d | %g | %.4f | %.4f | %.4f |",
+				h, st.N, 1/st.Mean, st.SCV, st.Rho1, rho, trho, c.b, c.timeout*1000, ks[0], ks[1], ks[2])
+			if ks[0] > 0.01 {
+				t.Errorf("hour %d, B %d, T %g s: the fit's latency CDF is %.4f from the replayed trace's (limit 0.01)", h, c.b, c.timeout, ks[0])
+			}
+		}
+		if d := math.Abs(ours.Rate()*st.Mean - 1); d > 1e-6 {
+			t.Errorf("hour %d: fitted rate %.4f ≠ trace rate %.4f", h, ours.Rate(), 1/st.Mean)
 		}
 	}
 }

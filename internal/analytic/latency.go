@@ -181,6 +181,29 @@ func (bt *Batching) Quantile(service []float64, p float64) (float64, error) {
 	return quantile(func(t float64) float64 { return bt.LatencyCDF(service, t) }, lo, hi, p), nil
 }
 
+// QuantileCV returns the p-quantile (0 < p < 1) of the latency in seconds when every batch's
+// service time carries a log-normal factor of mean 1 and coefficient of variation cv: the
+// smallest t with Attainment(service, t, cv) ≥ p, to 1 µs (Quantile for cv = 0). Service times
+// must be valid (see Quantile); it returns NaN otherwise.
+func (bt *Batching) QuantileCV(service []float64, p, cv float64) float64 {
+	if !(cv > 0) {
+		q, err := bt.Quantile(service, p)
+		if err != nil {
+			return math.NaN()
+		}
+		return q
+	}
+	if bt.checkService(service) != nil || !(p > 0 && p < 1) {
+		return math.NaN()
+	}
+	lo, hi := bt.support(service)
+	// The noise factor stays within e^{±(σ²/2 + 7σ)} (Attainment's cut-off).
+	sig := math.Sqrt(math.Log1p(cv * cv))
+	lo *= math.Exp(-sig*sig/2 - 7*sig)
+	hi = bt.timeout + (hi-bt.timeout)*math.Exp(-sig*sig/2+7*sig)
+	return quantile(func(t float64) float64 { return bt.Attainment(service, t, cv) }, lo, hi, p)
+}
+
 // support returns an interval that contains the whole latency distribution.
 func (bt *Batching) support(service []float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), 0

@@ -310,7 +310,8 @@ func normalise(p []float64) {
 }
 
 // Analyze returns the model of arrivals a with max batch maxBatch and timeout seconds, on a grid
-// fine enough for the arrival rates (about 16 steps per timeout, at most 0.25/λmax each).
+// fine enough for the arrival rates (at least 16 steps per timeout and at most 0.25 expected
+// arrivals of the fastest phase each, within GridSteps' work budget).
 func Analyze(a *MAP, maxBatch int, timeout float64, start StartPhase) (*Batching, error) {
 	if !(timeout >= 0) || math.IsInf(timeout, 0) {
 		return nil, fmt.Errorf("analytic model: timeout %g s must be ≥ 0", timeout)
@@ -322,7 +323,7 @@ func Analyze(a *MAP, maxBatch int, timeout float64, start StartPhase) (*Batching
 		}
 		return md.At(0, start)
 	}
-	steps := GridSteps(a, timeout, 16)
+	steps := GridSteps(a, maxBatch, timeout, 1, 16)
 	md, err := NewModel(a, maxBatch, timeout/float64(steps), timeout)
 	if err != nil {
 		return nil, err
@@ -330,28 +331,40 @@ func Analyze(a *MAP, maxBatch int, timeout float64, start StartPhase) (*Batching
 	return md.At(timeout, start)
 }
 
-// maxGridSteps caps GridSteps so that a MAP with a nearly instantaneous phase cannot make the
-// model's grid (and the optimiser's run time) explode.
-const maxGridSteps = 64
+// Work budget of one Model's grid (GridSteps): about maxGridFlops floating-point operations to
+// build it and maxGridFloats stored numbers (8 bytes each). A budget on total work, not on the
+// step count, keeps the grid fine where the model is cheap (small B·m: 2,000 steps of B = 3 cost
+// less than 64 of B = 20) and bounds it where it is not.
+const (
+	maxGridFlops  = 5e8
+	maxGridFloats = 1.6e7
+)
 
-// GridSteps returns how many grid steps to cut an interval of the given seconds into: at least
-// minSteps and enough that no step exceeds 0.25 expected events of the fastest phase, so that
-// the linear interpolation of the wait distribution between grid points stays accurate (at most
-// 64, or minSteps when larger).
-func GridSteps(a *MAP, interval float64, minSteps int) int {
+// GridSteps returns how many grid steps to cut each of intervals intervals of the given seconds
+// into, for a Model of a with max batch maxBatch whose grid spans all of them: at least minSteps
+// and enough that no step exceeds 0.25 expected events of the fastest phase, so that the linear
+// interpolation of the wait distribution between grid points stays accurate — unless the whole
+// grid would then exceed the work budget (maxGridFlops to build, maxGridFloats to store), in
+// which case it is the most steps the budget allows (never fewer than minSteps).
+func GridSteps(a *MAP, maxBatch int, interval float64, intervals, minSteps int) int {
 	lmax := 0.0
 	for i := 0; i < a.m; i++ {
 		lmax = math.Max(lmax, -a.d0[i*a.m+i])
 	}
-	s := int(math.Ceil(interval * lmax / 0.25))
-	if s > maxGridSteps {
-		s = maxGridSteps // bound the cost; a phase this fast hardly moves the wait distribution
+	s := math.Ceil(interval * lmax / 0.25)
+	// Per grid point, NewModel does 2 m×n×n and 3 n×n×B products and stores 2 m×n + 2 n×B numbers.
+	m, b := float64(a.m), float64(max(maxBatch, 1))
+	n := m * b
+	per := float64(max(intervals, 1))
+	budget := math.Min(maxGridFlops/(2*m*n*n+3*n*n*b), maxGridFloats/(2*m*n+2*n*b)) / per
+	if s > budget {
+		s = math.Floor(budget)
 	}
-	if s < minSteps {
-		s = minSteps
+	if s < float64(minSteps) {
+		s = float64(minSteps)
 	}
-	if s < 1 {
+	if !(s >= 1) {
 		s = 1
 	}
-	return s
+	return int(s)
 }

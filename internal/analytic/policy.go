@@ -32,6 +32,9 @@ type PolicyConfig struct {
 	Grid Grid `json:"grid"`
 	// Pricing is the serverless price list.
 	Pricing Pricing `json:"pricing"`
+	// ServiceCV is the coefficient of variation of batch service times the SLO constraint is
+	// predicted under (Problem.ServiceCV; 0: BATCH's deterministic service). MinCost only.
+	ServiceCV float64 `json:"service_cv"`
 	// Reference, when set, is another policy's problem solved on the same fitted arrivals at
 	// every re-plan; the plan must then be predicted to attain at least what the reference's
 	// plan attains (Solve).
@@ -106,7 +109,7 @@ func (c PolicyConfig) Validate() error {
 	// The problem's own checks cover the target, grid and prices; arrivals and service are
 	// supplied later, so stand-ins fill them here.
 	p := Problem{Arrivals: &MAP{}, Service: TFResnetV2, Percentile: c.Percentile, Objective: c.Objective,
-		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing}
+		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing, ServiceCV: c.ServiceCV}
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("batch policy: %w", err)
 	}
@@ -140,7 +143,7 @@ func (c PolicyConfig) Replan(interarrivals []float64, svc ServiceModel) (Plan, e
 // A reference the optimiser cannot solve (e.g. its grid misses the profile) adds no floor.
 func (c PolicyConfig) Solve(a *MAP, svc ServiceModel) (Plan, error) {
 	p := Problem{Arrivals: a, Service: svc, Percentile: c.Percentile, Objective: c.Objective,
-		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing}
+		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing, ServiceCV: c.ServiceCV}
 	if r := c.Reference; r != nil && c.Objective == MinCost {
 		p.Attainment = r.Floor(a, c.Pricing)
 	}
@@ -159,6 +162,27 @@ type Online struct {
 	started  bool
 	fits     int
 	lastErr  error
+	pinned   bool
+	history  []PlanChange
+}
+
+// PlanChange is a configuration an Online put in force and when.
+type PlanChange struct {
+	// At is when the plan took effect.
+	At time.Time `json:"at"`
+	// Plan is the configuration and what the optimiser predicted for it.
+	Plan Plan `json:"plan"`
+}
+
+// NewPinnedOnline returns an Online that runs plan (its MemoryMB, MaxBatch and Timeout) for
+// ever: it records arrivals but never re-plans. It replays a fixed configuration, e.g. one of
+// `sloserve plan batch`, through the same buffer as the online policy.
+func NewPinnedOnline(plan Plan) *Online {
+	plan.MaxBatch = max(plan.MaxBatch, 1)
+	if plan.Reason == "" {
+		plan.Reason = "pinned"
+	}
+	return &Online{plan: plan, pinned: true}
 }
 
 // NewOnline returns the policy for service model svc. Until the first successful fit it runs
@@ -183,9 +207,18 @@ func (o *Online) Observe(arrival time.Time) { o.arrivals = append(o.arrivals, ar
 // re-planning time it drops arrivals older than the window, fits and re-optimises; with too few
 // arrivals, or when the fit fails, it keeps the current configuration and retries later.
 func (o *Online) Plan(now time.Time) (Plan, time.Time) {
+	if o.pinned {
+		if !o.started {
+			o.started = true
+			o.history = append(o.history, PlanChange{At: now, Plan: o.plan})
+		}
+		o.arrivals = o.arrivals[:0] // nothing is fitted
+		return o.plan, now.Add(time.Hour)
+	}
 	if !o.started {
 		o.started = true
 		o.next = now.Add(o.cfg.Retry)
+		o.history = append(o.history, PlanChange{At: now, Plan: o.plan})
 		return o.plan, o.next
 	}
 	if now.Before(o.next) {
@@ -208,10 +241,15 @@ func (o *Online) Plan(now time.Time) (Plan, time.Time) {
 	if plan.MaxBatch > 0 {
 		o.plan = plan
 		o.fits++
+		o.history = append(o.history, PlanChange{At: now, Plan: plan})
 	}
 	o.next = now.Add(o.cfg.Period)
 	return o.plan, o.next
 }
+
+// History returns every plan put in force, in order: the initial one at the first call of Plan
+// and one per successful re-plan (or the pinned plan once).
+func (o *Online) History() []PlanChange { return append([]PlanChange(nil), o.history...) }
 
 // Fits returns how many re-plans produced a configuration.
 func (o *Online) Fits() int { return o.fits }
@@ -266,6 +304,9 @@ func (p *BufferPolicy) Observe(o batching.Outcome, now time.Time) {
 
 // MaxBatch implements batching.Policy.
 func (p *BufferPolicy) MaxBatch() int { return max(p.o.Current().MaxBatch, 1) }
+
+// Plans returns the plans the policy put in force (Online.History).
+func (p *BufferPolicy) Plans() []PlanChange { return p.o.History() }
 
 // MemoryMB returns the function memory size the current plan asks for, in MB.
 func (p *BufferPolicy) MemoryMB() int { return p.o.Current().MemoryMB }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
@@ -33,7 +34,18 @@ type Result struct {
 	Latency *slo.Histogram
 	// Series is the time series sampled every Config.SeriesPeriod.
 	Series Series
+	// Plans lists the serverless buffer plans the policy put in force, in order, when its
+	// serverless batching reports them (planReporter: the batch policy).
+	Plans []analytic.PlanChange
 }
+
+// planReporter is a serverless batching policy that reports the plans it put in force
+// (analytic.BufferPolicy).
+type planReporter interface {
+	Plans() []analytic.PlanChange
+}
+
+var _ planReporter = (*analytic.BufferPolicy)(nil)
 
 // vmType is an instance type the run has used, with everything the engine needs about it.
 type vmType struct {
@@ -931,5 +943,9 @@ func (e *engine) finish() *Result {
 	if s.Requests > 0 {
 		s.Extra["cost_per_million_usd"] = s.CostUSD.Total / float64(s.Requests) * 1e6
 	}
-	return &Result{Summary: s, Latency: e.rec.Histogram(), Series: e.series}
+	res := &Result{Summary: s, Latency: e.rec.Histogram(), Series: e.series}
+	if r, ok := e.slBatch.(planReporter); ok {
+		res.Plans = r.Plans()
+	}
+	return res
 }

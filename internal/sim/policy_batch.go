@@ -28,6 +28,24 @@ type BatchOptions struct {
 	// Window and Period are the sliding window and the re-optimisation period (default 1 h each).
 	Window time.Duration `yaml:"window"`
 	Period time.Duration `yaml:"period"`
+	// ServiceCV is the coefficient of variation of batch service times the optimiser plans for:
+	// a plan must be predicted to serve the SLO's target fraction of requests within its
+	// threshold when every batch's service time varies log-normally with this CV
+	// (analytic.Problem.ServiceCV). Default 0.05, the simulator's default noise_cv (the policy
+	// is not told a run's noise); 0 is BATCH's deterministic model, whose plans sit a few ms
+	// under the SLO and miss it under noise (issue #18). In [0, 2].
+	ServiceCV float64 `yaml:"service_cv"`
+	// Pin, when its MaxBatch is > 0, runs one fixed plan (MaxBatch, Timeout at memory_mb) for
+	// the whole run instead of re-optimising, e.g. a plan of `sloserve plan batch`.
+	Pin BatchPin `yaml:"pin"`
+}
+
+// BatchPin is a fixed (B, T) for the batch policy.
+type BatchPin struct {
+	// MaxBatch is B, ≥ 1 to pin (0: not pinned).
+	MaxBatch int `yaml:"max_batch"`
+	// Timeout is T, ≥ 0.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // memoryService adapts a model's serverless profile at one memory size to analytic.ServiceModel.
@@ -42,20 +60,24 @@ func (m memoryService) ServiceTime(k, _ int) float64 { return m.curve.ServiceTim
 func (m memoryService) Domain() (int, int, int, int) { return 1, m.maxBatch, m.memoryMB, m.memoryMB }
 
 // defaultBatchOptions returns the batch policy's defaults (BATCH's: 3008 MB, B_max 20,
-// 10–490 ms, a 1-hour window re-fitted hourly).
+// 10–490 ms, a 1-hour window re-fitted hourly; planned for a 5 % service noise).
 func defaultBatchOptions() BatchOptions {
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
 	return BatchOptions{MemoryMB: DefaultLambdaMemoryMB, MaxBatch: g.MaxBatch, TimeoutStep: g.TimeoutStep,
-		TimeoutMax: g.TimeoutMax, Window: pc.Window, Period: pc.Period}
+		TimeoutMax: g.TimeoutMax, Window: pc.Window, Period: pc.Period, ServiceCV: DefaultNoiseCV}
 }
 
 // batchProblem returns BATCH's online problem for env with options o: the service model at
 // the one memory size (clamped to the catalog's range) and the re-fit's configuration, P_p ≤ the
-// SLO itself at the SLO's target. sloserve solves it too, as its reference (Reference).
+// SLO itself at the SLO's target under o.ServiceCV. sloserve solves it too, as its reference
+// (Reference), without the service noise: the reference is BATCH's own, deterministic problem.
 func batchProblem(env Env, o BatchOptions) (memoryService, analytic.PolicyConfig, error) {
-	if o.MemoryMB <= 0 {
+	switch {
+	case o.MemoryMB <= 0:
 		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch.memory_mb: must be > 0, got %d", o.MemoryMB)
+	case !(o.ServiceCV >= 0 && o.ServiceCV <= 2):
+		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch.service_cv: must be in [0, 2], got %v", o.ServiceCV)
 	}
 	if env.Model.Serverless == nil {
 		return memoryService{}, analytic.PolicyConfig{}, fmt.Errorf("batch: model %s has no serverless profile", env.Model.Name)
@@ -72,6 +94,7 @@ func batchProblem(env Env, o BatchOptions) (memoryService, analytic.PolicyConfig
 	pc.Window, pc.Period = o.Window, o.Period
 	pc.Grid = analytic.Grid{MemoryMinMB: mem, MemoryMaxMB: mem, MemoryStepMB: 1, MaxBatch: o.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
+	pc.ServiceCV = o.ServiceCV
 	pc.SLO = env.SLO.Threshold
 	pc.Percentile = env.SLO.Target
 	if pc.Percentile >= 1 {
@@ -89,9 +112,18 @@ func newBatch(env Env) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
-	online, err := analytic.NewOnline(pc, svc)
-	if err != nil {
-		return Policy{}, fmt.Errorf("batch: %w", err)
+	var online *analytic.Online
+	switch {
+	case o.Pin.MaxBatch < 0 || o.Pin.MaxBatch > o.MaxBatch || o.Pin.Timeout < 0:
+		return Policy{}, fmt.Errorf("batch.pin: max_batch must be in [0, max_batch %d] and timeout ≥ 0, got %d, %v", o.MaxBatch, o.Pin.MaxBatch, o.Pin.Timeout)
+	case o.Pin.MaxBatch > 0:
+		online = analytic.NewPinnedOnline(analytic.Plan{MemoryMB: svc.memoryMB, MaxBatch: o.Pin.MaxBatch, Timeout: o.Pin.Timeout,
+			TimeoutMS: float64(o.Pin.Timeout) / float64(time.Millisecond), Percentile: pc.Percentile, Reason: "pinned by policies.batch.pin"})
+	default:
+		online, err = analytic.NewOnline(pc, svc)
+		if err != nil {
+			return Policy{}, fmt.Errorf("batch: %w", err)
+		}
 	}
 	return Policy{
 		Router:     RouterFunc(func(Request, TierView, time.Time) Route { return RouteServerless }),
