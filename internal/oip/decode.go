@@ -81,6 +81,9 @@ type decoder struct {
 	binary bool  // tensors may carry binary_data_size instead of data
 	depth  int   // current nesting of objects and arrays
 	total  int64 // elements decoded so far, over all tensors
+	// want is the element count of the tensor whose data is being read, when its shape came
+	// first (-1 otherwise): data beyond it is refused as it is read, not after it is buffered.
+	want int64
 }
 
 func (d *decoder) syntax(what string) error {
@@ -651,7 +654,11 @@ func (d *decoder) data(t *Tensor, shapeKnown bool, where string) error {
 	if d.peek() != '[' {
 		return fmt.Errorf("%w: %s (%q): data must be an array", ErrBadRequest, where, t.Name)
 	}
+	d.want = -1
 	if shapeKnown {
+		if n, err := ShapeElements(t.Shape); err == nil {
+			d.want = n
+		}
 		if n, err := ShapeElements(t.Shape); err == nil && n <= d.lim.MaxTensorElements && n <= d.lim.MaxTotalElements-d.total {
 			switch t.Datatype {
 			case DatatypeFP32:
@@ -686,6 +693,9 @@ func (d *decoder) dataArray(t *Tensor, where string) error {
 				return err
 			}
 			continue
+		}
+		if d.want >= 0 && int64(t.Len()) >= d.want {
+			return fmt.Errorf("%w: %s (%q): data has more elements than shape %v needs (%d)", ErrBadRequest, where, t.Name, t.Shape, d.want)
 		}
 		if int64(t.Len()) >= d.lim.MaxTensorElements {
 			return fmt.Errorf("%w: %s (%q): more than %d elements", ErrTooLarge, where, t.Name, d.lim.MaxTensorElements)
