@@ -37,9 +37,8 @@ func runEnsemble(ctx context.Context, args []string, e env) error {
 		return runEnsembleSim(args[1:], e)
 	case "simulate":
 		return runEnsembleSimulate(ctx, args[1:], e)
-	case "-h", "--help", "help":
-		fmt.Fprintln(e.stdout, "usage: sloserve ensemble eval|sim|simulate [flags]; 'sloserve ensemble eval -h' lists the flags")
-		return nil
+	case "-h", "--help", "-help", "help":
+		return showHelp("ensemble")
 	}
 	return usagef("ensemble: unknown subcommand %q (want eval, sim or simulate)", args[0])
 }

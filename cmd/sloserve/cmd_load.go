@@ -30,11 +30,6 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	seed := fs.Uint64("seed", 1, "random seed of the arrival process")
 	asJSON := fs.Bool("json", false, "print the Summary as JSON")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve load --target URL [--rps R] [--duration D] [--trace FILE] [--model M] [--json]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

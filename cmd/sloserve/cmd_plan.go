@@ -18,6 +18,9 @@ import (
 
 // runPlan dispatches 'plan <planner>'; today the only planner is 'batch'.
 func runPlan(ctx context.Context, args []string, e env) error {
+	if isHelp(args) {
+		return showHelp("plan")
+	}
 	if len(args) == 0 {
 		return usagef("plan: missing planner (want: batch)")
 	}

@@ -43,11 +43,6 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	ortLib := fs.String("onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
 	threads := fs.Int("threads", 1, "onnxruntime intra-op threads")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve profile --model NAME|all|FILE.onnx [--runtime native|onnxruntime|both] [--batches 1,8,32,128] [--json] [--operators]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if *modelFlag == "" {
