@@ -54,6 +54,7 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	cfg := ensemble.DefaultEvalConfig()
 	fs.IntVar(&cfg.Passes, "passes", cfg.Passes, "times the sample is streamed (shuffled each pass)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s (maps requests onto 30 s selection intervals)")
+	renameFlag(fs, "rate", "rps")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "shuffle seed")
 	fs.BoolVar(&cfg.CrossFit, "cross-fit", false, "hold labels out: learn from even images, score odd ones, then swap")
 	fs.Float64Var(&cfg.EarlyExit, "early-exit", cfg.EarlyExit, "slack of the early-exit strategy in (0, 1): stop querying members once those left could overturn the vote only with more than this share of their weight (the exact early exit, 1, is reported too)")
@@ -176,6 +177,7 @@ func runEnsembleSim(args []string, e env) error {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "simulated requests per strategy")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s")
+	renameFlag(fs, "rate", "rps")
 	fs.Float64Var(&cfg.Correlation, "correlation", cfg.Correlation, "correlation of models' correctness on one input, in [0, 1)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	if err := parseFlags(fs, args); err != nil {

@@ -31,7 +31,8 @@ type profileEntry struct {
 func runProfile(ctx context.Context, args []string, e env) error {
 	opts := models.DefaultProfileOptions()
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	modelFlag := fs.String("model", "", "bundled model `name`, comma-separated names, 'all', or a path to a .onnx file")
+	modelFlag := fs.String("model", "", "bundled model `names` (comma-separated), 'all', or a path to a .onnx file")
+	renameFlag(fs, "model", "models")
 	runtime := fs.String("runtime", models.RuntimeNative, "runtime: native, onnxruntime or both")
 	batches := fs.String("batches", "1,8,32,128", "comma-separated batch sizes")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table: one profile object, or {\"profiles\": [...]} for several")
@@ -46,7 +47,7 @@ func runProfile(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if *modelFlag == "" {
-		return usagef("profile: --model is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
+		return usagef("profile: --models is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
 	}
 	var runtimes []string
 	switch *runtime {
@@ -92,14 +93,14 @@ func runProfile(ctx context.Context, args []string, e env) error {
 		if strings.HasSuffix(n, ".onnx") {
 			b, err := os.ReadFile(n)
 			if err != nil {
-				return usagef("profile: --model: %v", err)
+				return usagef("profile: --models: %v", err)
 			}
 			targets = append(targets, target{name: strings.TrimSuffix(n[strings.LastIndex(n, "/")+1:], ".onnx"), onnx: b})
 			continue
 		}
 		mi, ok := man.Model(n)
 		if !ok {
-			return usagef("profile: --model: unknown model %q (bundled: %s)", n, strings.Join(man.Names(), ", "))
+			return usagef("profile: --models: unknown model %q (bundled: %s)", n, strings.Join(man.Names(), ", "))
 		}
 		b, err := bundled.Model(n)
 		if err != nil {

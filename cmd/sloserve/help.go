@@ -103,6 +103,14 @@ func aliasFlag(fs *flag.FlagSet, name, alias string) {
 	fs.Var(fs.Lookup(name).Value, alias, aliasPrefix+name)
 }
 
+// renameFlag makes name the spelling help shows for the flag registered as old, and keeps old as
+// a hidden alias (docs/cli.md lists the consistent names). Both names share one value.
+func renameFlag(fs *flag.FlagSet, old, name string) {
+	f := fs.Lookup(old)
+	fs.Var(f.Value, name, f.Usage)
+	f.Usage = aliasPrefix + name
+}
+
 // visited returns the names of the flags set on the command line; a set alias also marks the
 // flag it stands for, and the other way round.
 func visited(fs *flag.FlagSet) map[string]bool {
