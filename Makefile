@@ -5,8 +5,16 @@ export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
 .PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak
 
+# build: compile everything and write the binary to bin/sloserve with its version and commit
+# (sloserve version) from git; a release sets VERSION=v1.2.3. Without the ldflags the binary reports
+# the module version and VCS stamp of its build info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
 	$(GO) build ./...
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sloserve ./cmd/sloserve
 
 setup:
 	scripts/setup.sh ort

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -19,9 +18,8 @@ import (
 // runBench runs measurements; the only one is 'bench gateway'.
 func runBench(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 || args[0] != "gateway" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(e.stdout, "usage: sloserve bench gateway [--json] [--model M] [--concurrency N] [--duration D] [--rounds R]")
-			return flag.ErrHelp
+		if isHelp(args) {
+			return showHelp("bench")
 		}
 		return usagef("bench: want 'bench gateway', got %q", args)
 	}
@@ -33,10 +31,6 @@ func runBench(ctx context.Context, args []string, e env) error {
 	latDur := fs.Duration("latency-duration", time.Second, "length of each one-client latency run")
 	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
 	if err := parseFlags(fs, args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	switch {

@@ -37,9 +37,8 @@ func runEnsemble(ctx context.Context, args []string, e env) error {
 		return runEnsembleSim(args[1:], e)
 	case "simulate":
 		return runEnsembleSimulate(ctx, args[1:], e)
-	case "-h", "--help", "help":
-		fmt.Fprintln(e.stdout, "usage: sloserve ensemble eval|sim|simulate [flags]; 'sloserve ensemble eval -h' lists the flags")
-		return nil
+	case "-h", "--help", "-help", "help":
+		return showHelp("ensemble")
 	}
 	return usagef("ensemble: unknown subcommand %q (want eval, sim or simulate)", args[0])
 }
@@ -56,6 +55,7 @@ func runEnsembleEval(ctx context.Context, args []string, e env) error {
 	cfg := ensemble.DefaultEvalConfig()
 	fs.IntVar(&cfg.Passes, "passes", cfg.Passes, "times the test images are streamed (shuffled each pass; more than 1 replays images whose labels the weights have learned: an experiment, not a claim)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s (maps requests onto 30 s selection intervals)")
+	renameFlag(fs, "rate", "rps")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "shuffle seed")
 	fs.Float64Var(&cfg.EarlyExit, "early-exit", cfg.EarlyExit, "slack of the early-exit strategy in (0, 1): stop querying members once those left could overturn the vote only with more than this share of their weight (the exact early exit, 1, is reported too)")
 	opts := measure.DefaultOptions()
@@ -184,6 +184,7 @@ func runEnsembleSim(args []string, e env) error {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "simulated requests per strategy")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "request rate in requests/s")
+	renameFlag(fs, "rate", "rps")
 	fs.Float64Var(&cfg.Correlation, "correlation", cfg.Correlation, "correlation of models' correctness on one input, in [0, 1)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	if err := parseFlags(fs, args); err != nil {

@@ -17,6 +17,9 @@ import (
 
 // runForecast dispatches 'sloserve forecast <sub>'.
 func runForecast(ctx context.Context, args []string, e env) error {
+	if isHelp(args) {
+		return showHelp("forecast")
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return usagef("forecast: missing subcommand (want: backtest, train)")
 	}

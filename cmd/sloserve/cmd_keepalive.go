@@ -23,6 +23,9 @@ type keepaliveResult struct {
 // runKeepalive replays per-minute invocation traces through the keep-alive policies
 // ('keepalive replay --trace F [--trace F ...]') and prints cold starts and idle instance-time.
 func runKeepalive(ctx context.Context, args []string, e env) error {
+	if isHelp(args) {
+		return showHelp("keepalive")
+	}
 	if len(args) == 0 || args[0] != "replay" {
 		return usagef("keepalive: want subcommand replay (sloserve keepalive replay --trace FILE ...)")
 	}

@@ -29,12 +29,8 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	target98 := fs.Float64("slo-target", 0.98, "SLO target fraction")
 	seed := fs.Uint64("seed", 1, "random seed of the arrival process")
 	asJSON := fs.Bool("json", false, "print the Summary as JSON")
+	failOnSLO := fs.Bool("fail-on-slo", false, "exit 1 when SLO attainment is below --slo-target (for CI)")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve load --target URL [--rps R] [--duration D] [--trace FILE] [--model M] [--json]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -78,8 +74,26 @@ func runLoad(ctx context.Context, args []string, e env) error {
 		s.Extra["work_us_per_request"] = res.WorkSeconds / float64(s.Completed) * 1e6
 	}
 	if *asJSON {
-		return slo.WriteJSON(e.stdout, s)
+		if err := slo.WriteJSON(e.stdout, s); err != nil {
+			return err
+		}
+	} else {
+		printSummary(e.stdout, s)
 	}
-	printSummary(e.stdout, s)
+	return loadVerdict(s, *target, spec.Target, *failOnSLO)
+}
+
+// errSLOMissed is returned by 'load --fail-on-slo' when attainment is below the target (exit 1).
+var errSLOMissed = errors.New("SLO missed")
+
+// loadVerdict turns a finished load run into its exit status: an error when every request failed
+// (a dead or wrong target) and, with failOnSLO, when attainment is below the SLO target.
+func loadVerdict(s slo.Summary, target string, sloTarget float64, failOnSLO bool) error {
+	if s.Requests > 0 && s.Completed == 0 {
+		return fmt.Errorf("load: all %d requests failed (%d failed, %d rejected); is %s serving?", s.Requests, s.Failed, s.Rejected, target)
+	}
+	if failOnSLO && s.SLOAttainment < sloTarget {
+		return fmt.Errorf("load: %w: attainment %.2f %% < target %.2f %%", errSLOMissed, 100*s.SLOAttainment, 100*sloTarget)
+	}
 	return nil
 }

@@ -19,6 +19,9 @@ import (
 
 // runPlan dispatches 'plan <planner>'; today the only planner is 'batch'.
 func runPlan(ctx context.Context, args []string, e env) error {
+	if isHelp(args) {
+		return showHelp("plan")
+	}
 	if len(args) == 0 {
 		return usagef("plan: missing planner (want: batch)")
 	}
@@ -49,6 +52,7 @@ type planBatchOutput struct {
 func runPlanBatch(_ context.Context, args []string, e env) error {
 	fs := flag.NewFlagSet("plan batch", flag.ContinueOnError)
 	rate := fs.Float64("rate", 0, "Poisson arrival rate, requests per second")
+	renameFlag(fs, "rate", "rps")
 	tracePath := fs.String("trace", "", "arrival-list trace (e.g. inter-arrival seconds, one per line) to fit a MAP(2) to")
 	mapFiles := fs.String("map", "", "MAP as two files D0,D1 (comma-separated matrices, rates per second)")
 	profilePath := fs.String("profile", "", "service-time polynomial JSON (sloserve's, or BATCH's batch-lambda-polynomials.json with --model); default: BATCH's TF-resnetV2")
@@ -71,8 +75,7 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := visited(fs)
 
 	nsrc := 0
 	for _, n := range []string{"rate", "trace", "map"} {
@@ -81,7 +84,7 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 		}
 	}
 	if nsrc != 1 {
-		return usagef("plan batch: give exactly one of --rate, --trace, --map")
+		return usagef("plan batch: give exactly one of --rps, --trace, --map")
 	}
 	p := analytic.Problem{}
 	var arrivals string
@@ -89,11 +92,11 @@ func runPlanBatch(_ context.Context, args []string, e env) error {
 	switch {
 	case set["rate"]:
 		if !(*rate > 0) || math.IsInf(*rate, 0) {
-			return usagef("plan batch: --rate must be > 0, got %g", *rate)
+			return usagef("plan batch: --rps must be > 0, got %g", *rate)
 		}
 		a, err := analytic.Poisson(*rate)
 		if err != nil {
-			return usagef("plan batch: --rate: %v", err)
+			return usagef("plan batch: --rps: %v", err)
 		}
 		p.Arrivals, arrivals = a, fmt.Sprintf("poisson(%g/s)", *rate)
 	case set["trace"]:

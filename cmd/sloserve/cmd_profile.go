@@ -31,7 +31,8 @@ type profileEntry struct {
 func runProfile(ctx context.Context, args []string, e env) error {
 	opts := models.DefaultProfileOptions()
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	modelFlag := fs.String("model", "", "bundled model `name`, comma-separated names, 'all', or a path to a .onnx file")
+	modelFlag := fs.String("model", "", "bundled model `names` (comma-separated), 'all', or a path to a .onnx file")
+	renameFlag(fs, "model", "models")
 	runtime := fs.String("runtime", models.RuntimeNative, "runtime: native, onnxruntime or both")
 	batches := fs.String("batches", "1,8,32,128", "comma-separated batch sizes")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table: one profile object, or {\"profiles\": [...]} for several")
@@ -43,32 +44,17 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	ortLib := fs.String("onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
 	threads := fs.Int("threads", 1, "onnxruntime intra-op threads")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve profile --model NAME|all|FILE.onnx [--runtime native|onnxruntime|both] [--batches 1,8,32,128] [--json] [--operators]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if *modelFlag == "" {
-		return usagef("profile: --model is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
+		return usagef("profile: --models is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
 	}
-	var runtimes []string
-	switch *runtime {
-	case models.RuntimeNative, models.RuntimeONNXRuntime:
-		runtimes = []string{*runtime}
-	case "both":
-		runtimes = []string{models.RuntimeNative, models.RuntimeONNXRuntime}
-	default:
-		return usagef("profile: --runtime %q must be native, onnxruntime or both", *runtime)
+	runtimes, err := profileRuntimes(*runtime)
+	if err != nil {
+		return err
 	}
-	opts.Batches = nil
-	for _, s := range strings.Split(*batches, ",") {
-		b, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || b < 1 {
-			return usagef("profile: --batches: %q is not a positive batch size", s)
-		}
-		opts.Batches = append(opts.Batches, b)
+	if opts.Batches, err = parseBatches(*batches); err != nil {
+		return err
 	}
 	if *threads < 1 {
 		return usagef("profile: --threads %d must be ≥ 1", *threads)
@@ -79,59 +65,13 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	if opts.Operators && *runtime == models.RuntimeONNXRuntime {
 		return usagef("profile: --operators needs --runtime native or both")
 	}
-	type target struct {
-		name     string
-		onnx     []byte
-		accuracy float64
-	}
-	var targets []target
-	man, err := bundled.Manifest()
+	targets, err := profileTargets(*modelFlag)
 	if err != nil {
 		return err
 	}
-	names := strings.Split(*modelFlag, ",")
-	if *modelFlag == "all" {
-		names = man.Names()
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".onnx") {
-			b, err := os.ReadFile(n)
-			if err != nil {
-				return usagef("profile: --model: %v", err)
-			}
-			targets = append(targets, target{name: strings.TrimSuffix(n[strings.LastIndex(n, "/")+1:], ".onnx"), onnx: b})
-			continue
-		}
-		mi, ok := man.Model(n)
-		if !ok {
-			return usagef("profile: --model: unknown model %q (bundled: %s)", n, strings.Join(man.Names(), ", "))
-		}
-		b, err := bundled.Model(n)
-		if err != nil {
-			return err
-		}
-		targets = append(targets, target{name: n, onnx: b, accuracy: mi.Accuracy})
-	}
-	sample, err := bundled.Sample()
+	input, err := profileInput()
 	if err != nil {
 		return err
-	}
-	// Inputs are real test images, a different window of the sample on every run: the native
-	// runtime skips zero pixels, so one fixed (or random, or all-zero) image would misstate its
-	// service time.
-	pixels := sample.Floats(nil, 0, sample.Len())
-	input := func(b, run int) []models.Tensor {
-		var data []float32
-		if b <= sample.Len() {
-			off := (run * b) % (sample.Len() - b + 1)
-			data = pixels[off*fashion.Pixels : (off+b)*fashion.Pixels]
-		} else {
-			data = make([]float32, b*fashion.Pixels)
-			for i := 0; i < b; i++ {
-				copy(data[i*fashion.Pixels:(i+1)*fashion.Pixels], pixels[(i%sample.Len())*fashion.Pixels:])
-			}
-		}
-		return []models.Tensor{{Shape: []int64{int64(b), fashion.Pixels}, Data: data}}
 	}
 	var report profileReport
 	for _, t := range targets {
@@ -168,6 +108,95 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	}
 	printProfiles(e, report, opts.Batches)
 	return nil
+}
+
+// profileRuntimes resolves --runtime: native, onnxruntime or both.
+func profileRuntimes(rt string) ([]string, error) {
+	switch rt {
+	case models.RuntimeNative, models.RuntimeONNXRuntime:
+		return []string{rt}, nil
+	case "both":
+		return []string{models.RuntimeNative, models.RuntimeONNXRuntime}, nil
+	}
+	return nil, usagef("profile: --runtime %q must be native, onnxruntime or both", rt)
+}
+
+// parseBatches parses --batches, a comma-separated list of positive batch sizes.
+func parseBatches(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || b < 1 {
+			return nil, usagef("profile: --batches: %q is not a positive batch size", s)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// profileTarget is one model to profile: its name, ONNX bytes and (bundled models) accuracy.
+type profileTarget struct {
+	name     string
+	onnx     []byte
+	accuracy float64
+}
+
+// profileTargets resolves --models: bundled names (comma-separated), 'all', or .onnx paths.
+func profileTargets(spec string) ([]profileTarget, error) {
+	var targets []profileTarget
+	man, err := bundled.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	names := strings.Split(spec, ",")
+	if spec == "all" {
+		names = man.Names()
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".onnx") {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				return nil, usagef("profile: --models: %v", err)
+			}
+			targets = append(targets, profileTarget{name: strings.TrimSuffix(n[strings.LastIndex(n, "/")+1:], ".onnx"), onnx: b})
+			continue
+		}
+		mi, ok := man.Model(n)
+		if !ok {
+			return nil, usagef("profile: --models: unknown model %q (bundled: %s)", n, strings.Join(man.Names(), ", "))
+		}
+		b, err := bundled.Model(n)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, profileTarget{name: n, onnx: b, accuracy: mi.Accuracy})
+	}
+	return targets, nil
+}
+
+// profileInput returns the input of batch size b for timed run number run.
+func profileInput() (func(b, run int) []models.Tensor, error) {
+	sample, err := bundled.Sample()
+	if err != nil {
+		return nil, err
+	}
+	// Inputs are real test images, a different window of the sample on every run: the native
+	// runtime skips zero pixels, so one fixed (or random, or all-zero) image would misstate its
+	// service time.
+	pixels := sample.Floats(nil, 0, sample.Len())
+	return func(b, run int) []models.Tensor {
+		var data []float32
+		if b <= sample.Len() {
+			off := (run * b) % (sample.Len() - b + 1)
+			data = pixels[off*fashion.Pixels : (off+b)*fashion.Pixels]
+		} else {
+			data = make([]float32, b*fashion.Pixels)
+			for i := 0; i < b; i++ {
+				copy(data[i*fashion.Pixels:(i+1)*fashion.Pixels], pixels[(i%sample.Len())*fashion.Pixels:])
+			}
+		}
+		return []models.Tensor{{Shape: []int64{int64(b), fashion.Pixels}, Data: data}}
+	}, nil
 }
 
 func printProfiles(e env, rep profileReport, batches []int) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -22,11 +21,6 @@ func runTrain(ctx context.Context, args []string, e env) error {
 	names := fs.String("models", "", "comma-separated model names (default all: "+strings.Join(bundledNames(), ",")+")")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve train [--out models] [--seed N] [--epochs N] [--models a,b] [--train-limit N]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if cfg.Train.Epochs < 0 {

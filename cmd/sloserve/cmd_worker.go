@@ -43,11 +43,6 @@ func runWorker(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on serving one request after its headers")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fmt.Fprintln(e.stdout, "usage: sloserve worker [flags]")
-			fs.PrintDefaults()
-		}
 		return err
 	}
 	if !slices.Contains(models.Runtimes, *runtime) {
