@@ -352,7 +352,7 @@ func (b *batcher) expire(now time.Time) time.Time {
 		case !now.Before(c.deadline):
 			c.done <- result{err: fmt.Errorf("%w: waited %v", ErrDeadline, now.Sub(c.arrival))}
 			b.leave(c)
-			b.est.outcome(true)
+			b.est.outcome(true, now)
 		case c.ctx.Err() != nil:
 			c.done <- result{err: c.ctx.Err()} // ends a goroutine waiting to lead; never read otherwise
 			b.leave(c)
@@ -664,7 +664,7 @@ func (b *batcher) complete(f *flight) {
 	for _, c := range f.calls {
 		b.arrivals = append(b.arrivals, c.arrival)
 		if !f.retry {
-			b.est.outcome(f.completed.After(c.deadline) || (f.failed && errors.Is(f.err, ErrBatchTimeout)) || f.hung)
+			b.est.outcome(f.completed.After(c.deadline) || f.hung, f.completed)
 		}
 	}
 	b.policy.Observe(batching.Outcome{Size: len(f.calls), Dispatched: f.dispatched, Completed: f.completed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -294,30 +295,36 @@ func TestAdmissionByDeadline(t *testing.T) {
 }
 
 // The miss controller raises the margin on deadline misses and lowers it slowly on requests in
-// time, settling where missTarget of them miss, within [marginFloor, marginCap].
+// time, settling where missTarget of them miss, within [marginFloor, marginCap]; between outcomes
+// it relaxes towards the floor.
 func TestMissControl(t *testing.T) {
 	var m missControl
-	if got := m.outcome(false); got >= marginStart {
+	now := time.Unix(1000, 0)
+	if got := m.outcome(false, now); got >= marginStart {
 		t.Errorf("after one request in time: %v, want below the start %v", got, marginStart)
 	}
 	for range 100 {
-		m.outcome(true)
+		m.outcome(true, now)
 	}
 	if m.frac != marginCap {
 		t.Errorf("after 100 misses: %v, want the cap %v", m.frac, marginCap)
 	}
+	if got := m.outcome(false, now.Add(marginRelax)); got > marginFloor+(marginCap-marginFloor)/math.E+1e-9 {
+		t.Errorf("one relaxation time later: %v, want ≤ floor + (cap − floor)/e", got)
+	}
+	now = now.Add(marginRelax)
 	for range 100000 {
-		m.outcome(false)
+		m.outcome(false, now)
 	}
 	if m.frac != marginFloor {
 		t.Errorf("after 100,000 requests in time: %v, want the floor %v", m.frac, marginFloor)
 	}
-	// At the target miss rate the fraction stays put on average.
+	// At the target miss rate, outcomes at one instant, the fraction stays put on average.
 	m.frac = 0.5
 	for i := range 100000 {
-		m.outcome(i%500 == 0)
+		m.outcome(i%200 == 0, now)
 	}
 	if m.frac < 0.4 || m.frac > 0.6 {
-		t.Errorf("at a 0.2 %% miss rate the fraction drifted from 0.5 to %v", m.frac)
+		t.Errorf("at a 0.5 %% miss rate the fraction drifted from 0.5 to %v", m.frac)
 	}
 }

@@ -145,27 +145,39 @@ const coldRounds = 2
 // misses by stochastic approximation towards a target miss rate — each admitted request answered
 // after its deadline (or 504) raises it by missGain·(1 − missTarget), each one in time lowers it
 // by missGain·missTarget — so it settles where missTarget of the admitted requests miss, within
-// [marginFloor, marginCap]. A fixed margin cannot do this: one batch time (≈ 2 ms for small
-// batches) let 23–57 % of the admitted requests end in 504 at 5,000 rps offered to one worker, and
-// a quarter of the SLO still 5 % at 1,000 rps on a machine shared with other work, whose stalls
-// no queue estimate sees; a large fixed margin refuses requests that would have made it when the
-// machine is quiet.
+// [marginFloor, marginCap]. Between outcomes the fraction also relaxes towards the floor with
+// time constant marginRelax, so that a burst of misses from a passing stall (a loaded machine's
+// scheduler, another process's burst) does not keep admission strict for the thousands of
+// requests the per-request steps alone would need. A fixed margin cannot do this: one batch time
+// (≈ 2 ms for small batches) let 23–57 % of the admitted requests end in 504 at 5,000 rps offered
+// to one worker, and a quarter of the SLO still 5 % at 1,000 rps on a machine shared with other
+// work, whose stalls no queue estimate sees; a large fixed margin refuses requests that would have
+// made it when the machine is quiet.
 const (
-	missTarget  = 0.002 // the admitted requests' deadline-miss rate the margin aims at
-	missGain    = 0.05  // step of the margin fraction per admitted request's outcome
-	marginFloor = 0.05  // the least margin, as a fraction of the budget
-	marginCap   = 0.9   // the most
-	marginStart = 0.5   // before any outcome
+	missTarget  = 0.005            // the admitted requests' deadline-miss rate the margin aims at
+	missGain    = 0.05             // step of the margin fraction per admitted request's outcome
+	marginFloor = 0.05             // the least margin, as a fraction of the budget
+	marginCap   = 0.75             // the most
+	marginStart = 0.25             // before any outcome
+	marginRelax = 30 * time.Second // time constant of the relaxation towards the floor
 )
 
 // missControl is the margin fraction's controller; owned by the batcher goroutine.
-type missControl struct{ frac float64 }
+type missControl struct {
+	frac float64
+	at   time.Time // the last outcome
+}
 
-// outcome records whether an admitted request missed its deadline and returns the new fraction.
-func (m *missControl) outcome(missed bool) float64 {
+// outcome records at now whether an admitted request missed its deadline and returns the new
+// fraction.
+func (m *missControl) outcome(missed bool, now time.Time) float64 {
 	if m.frac == 0 {
 		m.frac = marginStart
 	}
+	if !m.at.IsZero() && now.After(m.at) {
+		m.frac = marginFloor + (m.frac-marginFloor)*math.Exp(-float64(now.Sub(m.at))/float64(marginRelax))
+	}
+	m.at = now
 	if missed {
 		m.frac += missGain * (1 - missTarget)
 	} else {
@@ -198,10 +210,10 @@ type estimator struct {
 	miss missControl // owned by the batcher goroutine
 }
 
-// outcome records an admitted request's outcome: missed its deadline or not. Only the batcher
-// goroutine calls it.
-func (e *estimator) outcome(missed bool) {
-	e.margin.Store(math.Float64bits(e.miss.outcome(missed)))
+// outcome records an admitted request's outcome at now: missed its deadline or not. Only the
+// batcher goroutine calls it.
+func (e *estimator) outcome(missed bool, now time.Time) {
+	e.margin.Store(math.Float64bits(e.miss.outcome(missed, now)))
 }
 
 // marginFrac is the current margin fraction.
