@@ -251,9 +251,9 @@ func TestHungOnlyInstanceWaitsForDeadline(t *testing.T) {
 }
 
 // Admission by deadline: with one slot, batches of 2 and 10 ms per batch whatever its rows, a
-// 50 ms SLO admits the 4 requests that 2 rounds serve with a margin of half the SLO (25 ms, the
-// miss controller's start), and refuses the rest at once with 429 + Retry-After; every admitted
-// request meets its deadline.
+// 50 ms SLO admits the 6 requests that 3 rounds serve with a margin of a quarter of the SLO
+// (12.5 ms, the miss controller's start), and refuses the rest at once with 429 + Retry-After;
+// every admitted request meets its deadline.
 func TestAdmissionByDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
@@ -278,8 +278,8 @@ func TestAdmissionByDeadline(t *testing.T) {
 				t.Errorf("request %d: %s", i, a.Err)
 			}
 		}
-		if ok != 4 || refused != 16 {
-			t.Errorf("admitted, refused (-want +got): -4 16 +%d %d", ok, refused)
+		if ok != 6 || refused != 14 {
+			t.Errorf("admitted, refused (-want +got): -6 14 +%d %d", ok, refused)
 		}
 		g.Close(context.Background())
 	})
