@@ -246,33 +246,49 @@ func newNet(a Arch, rng *rand.Rand) *net {
 	return n
 }
 
+// patchIndex maps each cell of one map's unfolded patches (row (c·K+i)·K+j within the patch of
+// output position p, at p·C·K·K + that row) to its element in the position-major map, or -1
+// where the patch lies outside the map. im2col and its adjoint col2im both walk it.
+func patchIndex(in shape, c ConvShape) []int {
+	oh, ow := c.out(in.h, in.w)
+	k := in.c * c.K * c.K
+	idx := make([]int, oh*ow*k)
+	for i := range idx {
+		idx[i] = -1
+	}
+	for i := 0; i < oh; i++ {
+		for j := 0; j < ow; j++ {
+			row := idx[(i*ow+j)*k:]
+			for di := 0; di < c.K; di++ {
+				y := i*c.Stride + di - c.Pad
+				if y < 0 || y >= in.h {
+					continue
+				}
+				for dj := 0; dj < c.K; dj++ {
+					xx := j*c.Stride + dj - c.Pad
+					if xx < 0 || xx >= in.w {
+						continue
+					}
+					for ch := 0; ch < in.c; ch++ {
+						row[(ch*c.K+di)*c.K+dj] = (y*in.w+xx)*in.c + ch
+					}
+				}
+			}
+		}
+	}
+	return idx
+}
+
 // im2col unfolds each position-major map of x (bs maps of shape in) into rows of C·K·K patch
 // values, row (c·K+i)·K+j within a patch, zero outside the map.
 func im2col(x []float32, bs int, in shape, c ConvShape) []float32 {
-	oh, ow := c.out(in.h, in.w)
-	k := in.c * c.K * c.K
-	col := make([]float32, bs*oh*ow*k)
+	idx := patchIndex(in, c)
+	col := make([]float32, bs*len(idx))
 	for r := 0; r < bs; r++ {
-		src := x[r*in.size() : (r+1)*in.size()]
-		for i := 0; i < oh; i++ {
-			for j := 0; j < ow; j++ {
-				row := col[((r*oh+i)*ow+j)*k:]
-				for di := 0; di < c.K; di++ {
-					y := i*c.Stride + di - c.Pad
-					if y < 0 || y >= in.h {
-						continue
-					}
-					for dj := 0; dj < c.K; dj++ {
-						xx := j*c.Stride + dj - c.Pad
-						if xx < 0 || xx >= in.w {
-							continue
-						}
-						px := src[(y*in.w+xx)*in.c:]
-						for ch := 0; ch < in.c; ch++ {
-							row[(ch*c.K+di)*c.K+dj] = px[ch]
-						}
-					}
-				}
+		src, dst := x[r*in.size():(r+1)*in.size()], col[r*len(idx):(r+1)*len(idx)]
+		for q, v := range idx {
+			if v >= 0 {
+				dst[q] = src[v]
 			}
 		}
 	}
@@ -281,30 +297,13 @@ func im2col(x []float32, bs int, in shape, c ConvShape) []float32 {
 
 // col2im adds patch gradients back onto position-major maps (the adjoint of im2col).
 func col2im(gcol []float32, bs int, in shape, c ConvShape) []float32 {
-	oh, ow := c.out(in.h, in.w)
-	k := in.c * c.K * c.K
+	idx := patchIndex(in, c)
 	g := make([]float32, bs*in.size())
 	for r := 0; r < bs; r++ {
-		dst := g[r*in.size() : (r+1)*in.size()]
-		for i := 0; i < oh; i++ {
-			for j := 0; j < ow; j++ {
-				row := gcol[((r*oh+i)*ow+j)*k:]
-				for di := 0; di < c.K; di++ {
-					y := i*c.Stride + di - c.Pad
-					if y < 0 || y >= in.h {
-						continue
-					}
-					for dj := 0; dj < c.K; dj++ {
-						xx := j*c.Stride + dj - c.Pad
-						if xx < 0 || xx >= in.w {
-							continue
-						}
-						px := dst[(y*in.w+xx)*in.c:]
-						for ch := 0; ch < in.c; ch++ {
-							px[ch] += row[(ch*c.K+di)*c.K+dj]
-						}
-					}
-				}
+		src, dst := gcol[r*len(idx):(r+1)*len(idx)], g[r*in.size():(r+1)*in.size()]
+		for q, v := range idx {
+			if v >= 0 {
+				dst[v] += src[q]
 			}
 		}
 	}
