@@ -42,47 +42,39 @@ func FromSet(set *fashion.Set) Sample {
 // Load returns the named data set: DataSample from sample (the bundled sample's loader), DataFull
 // from the t10k files in dir.
 func Load(data, dir string, sample func() (*fashion.Set, error)) (Sample, error) {
-	var (
-		set *fashion.Set
-		err error
-	)
-	switch data {
-	case DataSample:
-		set, err = sample()
-	case DataFull:
-		set, err = fashion.Load(dir, "t10k")
-	default:
-		return Sample{}, fmt.Errorf("data %q: want one of %v", data, DataSets)
-	}
-	if err != nil {
-		return Sample{}, fmt.Errorf("data %s: %w", data, err)
-	}
-	return FromSet(set), nil
+	return loadSet("data", data, sample, func() (*fashion.Set, error) { return fashion.Load(dir, "t10k") })
 }
 
 // LoadValidation returns the validation data that goes with the named data set: for DataSample
 // the committed validation sample (from sample, the bundle's loader), for DataFull the held-out
 // last train.ValidationSplit images of the training file in dir.
 func LoadValidation(data, dir string, sample func() (*fashion.Set, error)) (Sample, error) {
-	var (
-		set *fashion.Set
-		err error
-	)
+	return loadSet("validation data", data, sample, func() (*fashion.Set, error) {
+		set, err := fashion.Load(dir, "train")
+		if err != nil {
+			return nil, err
+		}
+		if set.Len() <= train.ValidationSplit {
+			return nil, fmt.Errorf("%d training images, want more than %d", set.Len(), train.ValidationSplit)
+		}
+		return set.Slice(set.Len()-train.ValidationSplit, set.Len()), nil
+	})
+}
+
+// loadSet loads data (DataSample from sample, DataFull from full); what names it in errors.
+func loadSet(what, data string, sample, full func() (*fashion.Set, error)) (Sample, error) {
+	var load func() (*fashion.Set, error)
 	switch data {
 	case DataSample:
-		set, err = sample()
+		load = sample
 	case DataFull:
-		if set, err = fashion.Load(dir, "train"); err == nil {
-			if set.Len() <= train.ValidationSplit {
-				return Sample{}, fmt.Errorf("validation data: %d training images, want more than %d", set.Len(), train.ValidationSplit)
-			}
-			set = set.Slice(set.Len()-train.ValidationSplit, set.Len())
-		}
+		load = full
 	default:
-		return Sample{}, fmt.Errorf("validation data %q: want one of %v", data, DataSets)
+		return Sample{}, fmt.Errorf("%s %q: want one of %v", what, data, DataSets)
 	}
+	set, err := load()
 	if err != nil {
-		return Sample{}, fmt.Errorf("validation data %s: %w", data, err)
+		return Sample{}, fmt.Errorf("%s %s: %w", what, data, err)
 	}
 	return FromSet(set), nil
 }
