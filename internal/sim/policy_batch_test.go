@@ -140,18 +140,7 @@ func resnetV2(t *testing.T) profile.Model {
 // noise's CV (policies.batch.service_cv) meets the target.
 func TestBatchPolicyMeetsSLOUnderServiceNoise(t *testing.T) {
 	t.Parallel()
-	model := resnetV2(t)
-	cfg := DefaultConfig()
-	cfg.SLO = slo.Spec{Threshold: 5 * time.Second, Target: 0.95}
-	pol, err := New("batch", Env{Model: model, SLO: cfg.SLO})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arr := &poissonArrivals{rng: rand.New(rand.NewPCG(18, 6)), rate: 50, stop: 30 * time.Minute}
-	res, err := Run(context.Background(), cfg, nil, model, pol, arr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, res := runBatchAcceptance(t, nil)
 	s := res.Summary
 	t.Logf("batch, noise CV %.2f: requests %d attainment %.4f p95 %.0f ms mean batch %.2f $%.4g/req", cfg.NoiseCV,
 		s.Requests, s.SLOAttainment, s.LatencyMS.P95, s.MeanBatchSize, s.CostUSD.Total/float64(max(s.Completed, 1)))
@@ -168,26 +157,14 @@ func TestBatchPolicyMeetsSLOUnderServiceNoise(t *testing.T) {
 // and the first fit, planned for CV 0.05.
 func TestBatchPolicyPinAndPlans(t *testing.T) {
 	t.Parallel()
-	model := resnetV2(t)
-	cfg := DefaultConfig()
-	cfg.SLO = slo.Spec{Threshold: 5 * time.Second, Target: 0.95}
 	for _, tc := range []struct {
 		name string
 		pin  BatchPin
 	}{{"online", BatchPin{}}, {"pinned", BatchPin{MaxBatch: 7, Timeout: 150 * time.Millisecond}}} {
-		env := Env{Model: model, SLO: cfg.SLO, Decode: func(v any) error {
+		_, res := runBatchAcceptance(t, func(v any) error {
 			v.(*BatchOptions).Pin = tc.pin
 			return nil
-		}}
-		pol, err := New("batch", env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		arr := &poissonArrivals{rng: rand.New(rand.NewPCG(18, 6)), rate: 50, stop: 30 * time.Minute}
-		res, err := Run(context.Background(), cfg, nil, model, pol, arr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		})
 		s := res.Summary
 		t.Logf("%s: attainment %.4f p95 %.0f ms mean batch %.2f", tc.name, s.SLOAttainment, s.LatencyMS.P95, s.MeanBatchSize)
 		for _, pc := range res.Plans {
@@ -208,4 +185,24 @@ func TestBatchPolicyPinAndPlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runBatchAcceptance runs the batch policy (options decoded by decode; nil: the defaults) in the
+// acceptance setting of issue #18: BATCH's TF-resnetV2 profile, 30 minutes of Poisson arrivals
+// at 50 req/s, p95 ≤ 5 s, the simulator's default service noise.
+func runBatchAcceptance(t *testing.T, decode func(any) error) (Config, *Result) {
+	t.Helper()
+	model := resnetV2(t)
+	cfg := DefaultConfig()
+	cfg.SLO = slo.Spec{Threshold: 5 * time.Second, Target: 0.95}
+	pol, err := New("batch", Env{Model: model, SLO: cfg.SLO, Decode: decode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := &poissonArrivals{rng: rand.New(rand.NewPCG(18, 6)), rate: 50, stop: 30 * time.Minute}
+	res, err := Run(context.Background(), cfg, nil, model, pol, arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, res
 }
