@@ -69,11 +69,7 @@ func runForecastTrain(ctx context.Context, args []string, e env) error {
 	if err := mc.Validate(); err != nil {
 		return usagef("forecast train: --unit/--sample: %v", err)
 	}
-	tr, err := trace.Open(*tracePath)
-	if err != nil {
-		return fmt.Errorf("forecast train: %w", err)
-	}
-	units, err := countSeries(tr).UnitMaxima(mc)
+	units, err := traceUnits(*tracePath, mc)
 	if err != nil {
 		return fmt.Errorf("forecast train: %w", err)
 	}
@@ -180,11 +176,7 @@ func runForecastBacktest(ctx context.Context, args []string, e env) error {
 	if len(names) == 0 {
 		return usagef("forecast backtest: --methods: no method given")
 	}
-	tr, err := trace.Open(*tracePath)
-	if err != nil {
-		return fmt.Errorf("forecast backtest: %w", err)
-	}
-	units, err := countSeries(tr).UnitMaxima(mc)
+	units, err := traceUnits(*tracePath, mc)
 	if err != nil {
 		return fmt.Errorf("forecast backtest: %w", err)
 	}
@@ -244,4 +236,14 @@ func indexOf(scores []forecast.Score, method string) int {
 		}
 	}
 	return 0
+}
+
+// traceUnits is the per-unit maximum arrival rate of the trace at path, as MArk's monitor sees it
+// with mc (the series both forecast verbs work on).
+func traceUnits(path string, mc forecast.MonitorConfig) ([]float64, error) {
+	tr, err := trace.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return countSeries(tr).UnitMaxima(mc)
 }
