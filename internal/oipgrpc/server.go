@@ -38,11 +38,12 @@ type Options struct {
 	// and similar tools can list and call the service without the .proto file.
 	Reflection bool
 	// BodyBudget, if set, bounds the request bytes held at once (shared with the REST
-	// handler): ModelInfer reserves its message's size once received, and NewServer refuses a
-	// ModelInfer stream before its message is read while nothing of the budget is free. Past it
-	// the answer is UNAVAILABLE with a retry-after trailer. gRPC reads a whole message before any
-	// handler sees it, so what one message holds before its reservation is bounded by
-	// Limits.MaxBodyBytes and the streams open at once, not by the budget.
+	// handler): a ModelInfer message reserves its size once received and before it is
+	// unmarshalled (NewServer's codec; ModelInfer itself when registered on another server), and
+	// NewServer refuses a ModelInfer stream before its message is read while nothing of the
+	// budget is free. Past it the answer is UNAVAILABLE with a retry-after trailer. gRPC reads a
+	// whole message before any of this code sees it, so the messages in reception at once are
+	// bounded by Limits.MaxBodyBytes and the streams open at once, not by the budget.
 	BodyBudget BodyBudget
 	// ServerOptions are appended to the options NewServer passes to grpc.NewServer
 	// (interceptors, keepalive, credentials, ...).
@@ -96,6 +97,8 @@ func NewServer(core oip.Core, opts Options) (*grpc.Server, error) {
 		grpc.MaxSendMsgSize(int(o.Limits.MaxBodyBytes)),
 	}
 	if b := o.BodyBudget; b != nil {
+		codec := newBudgetCodec(b)
+		so = append(so, grpc.ForceServerCodecV2(codec), grpc.ChainUnaryInterceptor(codec.intercept))
 		so = append(so, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
 			if info.FullMethodName == pb.GRPCInferenceService_ModelInfer_FullMethodName && b.Free() <= 0 {
 				return nil, status.Error(codes.Unavailable, "request bodies in flight at their byte budget")
@@ -229,7 +232,11 @@ func (s *Service) ModelInfer(ctx context.Context, in *pb.ModelInferRequest) (*pb
 	start := s.opts.Now()
 	m, v := in.GetModelName(), in.GetModelVersion()
 	obs := oip.Observation{Route: oip.RouteInfer, Model: m, Version: v}
-	if b := s.opts.BodyBudget; b != nil {
+	if h, ok := charged(ctx); ok {
+		if h.err != nil {
+			return nil, s.finish(ctx, obs, start, h.err)
+		}
+	} else if b := s.opts.BodyBudget; b != nil { // registered on a server without NewServer's codec
 		release, err := b.Reserve(int64(proto.Size(in)))
 		if err != nil {
 			return nil, s.finish(ctx, obs, start, err)
