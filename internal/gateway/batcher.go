@@ -27,6 +27,7 @@ type call struct {
 	bytes    int64 // the request's tensor data, in bytes (oip.RequestBytes)
 	arrival  time.Time
 	deadline time.Time
+	expect   time.Time   // admission's estimate of its answer (Admission.Done); zero when unknown
 	done     chan result // buffered (1): the batcher never blocks on a departed client
 	// lead receives the batch this call leads (buffered, 1): the batcher hands a batch to the
 	// goroutine of its first request, which is waiting anyway, instead of starting one.
@@ -198,10 +199,12 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, rows, b
 		return nil, ErrQueueFull
 	}
 	now := time.Now()
-	if a := Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now); !a.Admit && !b.est.probe(now) {
+	a := Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now)
+	if !a.Admit && !b.est.probe(now) {
 		b.leave(c)
 		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, a.RetryAfter)
 	}
+	c.expect = a.Done
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -664,7 +667,7 @@ func (b *batcher) complete(f *flight) {
 	for _, c := range f.calls {
 		b.arrivals = append(b.arrivals, c.arrival)
 		if !f.retry {
-			b.est.outcome(f.completed.After(c.deadline) || f.hung, f.completed)
+			b.est.outcome(f.completed.After(c.deadline) || f.hung || b.est.beyondMargin(c, f.completed), f.completed)
 		}
 	}
 	b.policy.Observe(batching.Outcome{Size: len(f.calls), Dispatched: f.dispatched, Completed: f.completed,

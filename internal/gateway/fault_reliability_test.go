@@ -147,11 +147,12 @@ func TestAdmit(t *testing.T) {
 }
 
 // The cost fit: per row once batch sizes vary, so one large batch moves the slope rather than
-// the time of small batches; half fixed, half per row while every batch had the same rows.
+// the time of small batches; half fixed, half per row while every batch had the same rows; and a
+// worker whose batch times swing is not taken for fast by its last run of quick batches.
 func TestCostFit(t *testing.T) {
-	var f costFit
+	var f estimator
 	for range 20 {
-		f.add(1, float64(2*time.Millisecond))
+		f.observe(1, 2*time.Millisecond)
 	}
 	if got := f.cost().Of(1); got != 2*time.Millisecond {
 		t.Errorf("one size seen: cost of its rows = %v, want 2ms", got)
@@ -159,21 +160,32 @@ func TestCostFit(t *testing.T) {
 	if got := f.cost().Of(8); got <= 2*time.Millisecond {
 		t.Errorf("one size seen: 8 rows cost %v, want more than 1 row's", got)
 	}
-	f.add(8000, float64(2*time.Second)) // one huge batch: 2 ms + 0.25 ms per row
+	f.observe(8000, 2*time.Second) // one huge batch: 2 ms + 0.25 ms per row
 	if got := f.cost().Of(1); got > 3*time.Millisecond {
 		t.Errorf("after one 8,000-row batch, a 1-row batch is estimated at %v, want ≈ 2 ms", got)
 	}
 	if got := f.cost().Of(8000); got < time.Second || got > 3*time.Second {
 		t.Errorf("after one 8,000-row batch, 8,000 rows are estimated at %v, want ≈ 2 s", got)
 	}
-	var g costFit
-	for i := range 40 { // 1 ms + 0.1 ms per row, rows 1..4
-		r := float64(1 + i%4)
-		g.add(r, float64(time.Millisecond)+r*float64(100*time.Microsecond))
+	var g estimator
+	for i := range 400 { // 1 ms + 0.1 ms per row, rows 1..4
+		r := int64(1 + i%4)
+		g.observe(r, time.Millisecond+time.Duration(r)*100*time.Microsecond)
 	}
 	c := g.cost()
 	if d := c.Fixed - time.Millisecond; d < -time.Microsecond || d > time.Microsecond || c.PerRowNS < 99e3 || c.PerRowNS > 101e3 {
 		t.Errorf("fit of 1 ms + 0.1 ms/row: %+v", c)
+	}
+	var h estimator // runs of ten 0.4 ms batches between ten of 20 ms: 10.2 ms on average
+	for i := range 400 {
+		d := 20 * time.Millisecond
+		if i%20 >= 10 {
+			d = 400 * time.Microsecond
+		}
+		h.observe(1, d)
+	}
+	if got := h.cost().Of(1); got < 8*time.Millisecond {
+		t.Errorf("after a run of quick batches of a swinging worker (10.2 ms on average), a batch is estimated at %v, want ≥ 8 ms", got)
 	}
 }
 
@@ -321,10 +333,32 @@ func TestMissControl(t *testing.T) {
 	}
 	// At the target miss rate, outcomes at one instant, the fraction stays put on average.
 	m.frac = 0.5
+	every := int(math.Round(1 / missTarget))
 	for i := range 100000 {
-		m.outcome(i%200 == 0, now)
+		m.outcome(i%every == 0, now)
 	}
 	if m.frac < 0.4 || m.frac > 0.6 {
-		t.Errorf("at a 0.5 %% miss rate the fraction drifted from 0.5 to %v", m.frac)
+		t.Errorf("at the target miss rate (one in %d) the fraction drifted from 0.5 to %v", every, m.frac)
+	}
+}
+
+// An answered request counts against the margin when it overran admission's estimate by more
+// than the margin, whether or not it then missed its deadline; one admitted without an estimate
+// only when it missed.
+func TestBeyondMargin(t *testing.T) {
+	var e estimator
+	e.margin.Store(math.Float64bits(0.2))
+	t0 := time.Unix(1000, 0)
+	c := &call{arrival: t0, deadline: t0.Add(200 * time.Millisecond), expect: t0.Add(50 * time.Millisecond)}
+	for _, tc := range []struct {
+		done time.Duration
+		want bool
+	}{{50 * time.Millisecond, false}, {90 * time.Millisecond, false}, {91 * time.Millisecond, true}, {10 * time.Millisecond, false}} {
+		if got := e.beyondMargin(c, t0.Add(tc.done)); got != tc.want {
+			t.Errorf("estimate 50 ms, margin 0.2 × 200 ms, answered at %v: beyond = %v, want %v", tc.done, got, tc.want)
+		}
+	}
+	if e.beyondMargin(&call{arrival: t0, deadline: t0.Add(200 * time.Millisecond)}, t0.Add(time.Second)) {
+		t.Error("admitted without an estimate: beyond the margin, want not (its deadline decides)")
 	}
 }
