@@ -250,3 +250,8 @@ func (c *Cluster) ActiveTotals() (used, capacity Resources) {
 	}
 	return used, capacity
 }
+
+// DefaultServer is one INFless testbed server half (Table 2: 2 sockets, 32 threads and 2 RTX
+// 2080Ti per machine): 16 CPU threads and one GPU (100 % of its SMs). A GPU SM share cannot span
+// two GPUs, so the simulator's server is one GPU with its socket.
+var DefaultServer = Resources{CPU: 16, GPU: 100}

@@ -10,13 +10,14 @@ import (
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
-	"github.com/sloserve/sloserve/internal/sim"
 )
 
 // INFless is INFless (ASPLOS '22) live for one model: it drives the simulator's INFless cluster
-// policy (sim.NewINFlessCluster — α-band dispatch and scaling §3.2, Alg. 1 with the share-priced
+// policy (inflesspol.New — α-band dispatch and scaling §3.2, Alg. 1 with the share-priced
 // Eq. 10 §3.4, emptiest-server-first release, defragmentation, LSTH keep-alive §3.5) with the
 // model's live facts, so the live runtime and the simulator run the same decision code
 // (ARCHITECTURE.md's keystone). Every step it builds the policy's view — the provider's servers
@@ -28,8 +29,8 @@ import (
 //
 // Two of sloserve's cluster choices stay off live, both for the same reason: a local worker's
 // threads are fixed when it starts, and a terminated worker keeps its resources until its
-// batches have drained. Lending (INFlessOptions.Lend) would have to resize a running worker;
-// spares (INFlessOptions.Spare) rely on preempting at once to make room for a launch in the
+// batches have drained. Lending (inflesspol.Options.Lend) would have to resize a running worker;
+// spares (inflesspol.Options.Spare) rely on preempting at once to make room for a launch in the
 // same step. Both only change what is held on servers that are active anyway.
 //
 // INFless is pure: it reads no clock and does no I/O; the controller owns it.
@@ -41,7 +42,7 @@ type INFless struct {
 	pred    infless.Predictor
 	offset  float64
 	window  time.Duration
-	policy  sim.ClusterPolicy
+	policy  policy.Cluster
 	ids     map[string]int // provider id → the policy's instance id
 	names   map[int]string
 	next    int
@@ -49,12 +50,12 @@ type INFless struct {
 	seen    time.Time // Start of the last sample counted into arrived
 }
 
-// INFlessLiveOptions returns the INFless options the live controller runs: DefaultINFlessOptions
+// INFlessLiveOptions returns the INFless options the live controller runs: infless.DefaultOptions
 // without lending and spares (see INFless), case (iii) held for coolDown before a release
 // (controller.cool_down, whose default 30 s is INFless's 3 inactive ticks of 10 s), LSTH on the
 // controller's clock (LiveLSTHConfig(unit)) fed per unit.
-func INFlessLiveOptions(unit, coolDown time.Duration) sim.INFlessOptions {
-	o := sim.DefaultINFlessOptions()
+func INFlessLiveOptions(unit, coolDown time.Duration) inflesspol.Options {
+	o := inflesspol.DefaultOptions()
 	o.Lend, o.Spare = false, false
 	o.ScaleDownAfter = coolDown
 	o.IdleUnit = unit
@@ -64,8 +65,8 @@ func INFlessLiveOptions(unit, coolDown time.Duration) sim.INFlessOptions {
 
 // NewINFless returns INFless live for the model spec.Model, whose instances serve prof (the
 // measured latency per ⟨b, c, g⟩; INFless profile format) within slo. rateWindow is INFless's R
-// window (sim.DefaultRateWindow in the simulator).
-func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfile, rateWindow time.Duration, o sim.INFlessOptions) (*INFless, error) {
+// window (policy.DefaultRateWindow in the simulator).
+func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfile, rateWindow time.Duration, o inflesspol.Options) (*INFless, error) {
 	if spec.Model == "" {
 		return nil, fmt.Errorf("infless: spec.model must not be empty")
 	}
@@ -75,7 +76,7 @@ func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfi
 	if len(prof.Points) == 0 {
 		return nil, fmt.Errorf("infless %s: the profile has no points", spec.Model)
 	}
-	p, err := sim.NewINFlessCluster("infless", o)
+	p, err := inflesspol.New("infless", o)
 	if err != nil {
 		return nil, fmt.Errorf("infless %s: %w", spec.Model, err)
 	}
@@ -88,7 +89,7 @@ func (s *INFless) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decisi
 	if snap.Cluster == nil {
 		return autoscale.Decision{Reason: "infless: the provider models no servers (controller.cluster needs provider.kind local)"}
 	}
-	fv := sim.FunctionView{Index: 0, Name: s.name, Profile: s.prof, SLO: s.slo}
+	fv := policy.FunctionView{Index: 0, Name: s.name, Profile: s.prof, SLO: s.slo}
 	fv.Rate, fv.RateNow = s.rates(snap.History)
 	if fv.Rate == 0 && snap.QueueLen > 0 {
 		fv.Rate = float64(snap.QueueLen) / s.window.Seconds() // requests waiting for a first instance are load too
@@ -103,7 +104,7 @@ func (s *INFless) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decisi
 			continue // not placed by INFless (e.g. launched before the policy changed)
 		}
 		live[m.ID] = true
-		fv.Instances = append(fv.Instances, sim.InstanceView{ID: s.id(m.ID), Launch: s.launch(m.Spec), Ready: m.State == provider.StateReady,
+		fv.Instances = append(fv.Instances, policy.InstanceView{ID: s.id(m.ID), Launch: s.launch(m.Spec), Ready: m.State == provider.StateReady,
 			Resources: m.Spec.Resources})
 	}
 	for id := range s.ids {
@@ -112,7 +113,7 @@ func (s *INFless) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decisi
 			delete(s.ids, id)
 		}
 	}
-	v := sim.ClusterView{Cluster: snap.Cluster, Beta: cluster.DefaultBeta, Functions: []sim.FunctionView{fv}}
+	v := policy.ClusterView{Cluster: snap.Cluster, Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}
 	d, err := s.policy.Control(v, now)
 	if err != nil {
 		return autoscale.Decision{Reason: "infless: " + err.Error()}
@@ -175,9 +176,9 @@ func (s *INFless) id(name string) int {
 
 // launch rebuilds the policy's InstanceLaunch of a live instance from its spec: the predicted
 // t_exec (+offset) and Eq. 1 bounds of its ⟨b, c, g⟩, as Alg. 1 computed them when it placed it.
-func (s *INFless) launch(sp provider.Spec) sim.InstanceLaunch {
+func (s *INFless) launch(sp provider.Spec) policy.InstanceLaunch {
 	b := max(sp.MaxBatch, 1)
-	l := sim.InstanceLaunch{Function: 0, Server: sp.Server, Resources: sp.Resources, Batch: b, Timeout: sp.MaxWait}
+	l := policy.InstanceLaunch{Function: 0, Server: sp.Server, Resources: sp.Resources, Batch: b, Timeout: sp.MaxWait}
 	if t, ok := s.pred(b, sp.Resources); ok && t > 0 {
 		l.Exec = time.Duration(float64(t) * (1 + s.offset))
 		l.Bounds, _ = infless.RateBounds(b, l.Exec, s.slo)
@@ -186,7 +187,7 @@ func (s *INFless) launch(sp provider.Spec) sim.InstanceLaunch {
 }
 
 // reason summarises a decision in one line, naming INFless's pieces.
-func (s *INFless) reason(fv sim.FunctionView, d autoscale.Decision) string {
+func (s *INFless) reason(fv policy.FunctionView, d autoscale.Decision) string {
 	var parts []string
 	if n := len(d.Launch); n > 0 {
 		var cfgs []string

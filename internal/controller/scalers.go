@@ -12,9 +12,9 @@ import (
 	"github.com/sloserve/sloserve/internal/forecast"
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
-	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slomon"
 )
 
@@ -101,7 +101,7 @@ func NewModel(cfg config.Controller, m config.Model, curve profile.Curve) (Model
 		}
 	case config.ControllerINFless:
 		prof := INFlessProfileFromCurve(m.Name, curve, it.MaxBatch)
-		s, err := NewINFless(spec, m.SLO.Spec().Threshold, prof, sim.DefaultRateWindow, INFlessLiveOptions(cfg.Unit, cfg.CoolDown))
+		s, err := NewINFless(spec, m.SLO.Spec().Threshold, prof, policy.DefaultRateWindow, INFlessLiveOptions(cfg.Unit, cfg.CoolDown))
 		if err != nil {
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 	"github.com/sloserve/sloserve/internal/profile"
 )
 
@@ -21,7 +23,7 @@ import (
 // α-band, Alg. 1, the releases, Defragment, the spares and the lending over all of it.
 type controlScene struct {
 	c   *cluster.Cluster
-	fns []FunctionView
+	fns []policy.FunctionView
 }
 
 func newControlScene(tb testing.TB, nFns, servers, want int) controlScene {
@@ -44,8 +46,8 @@ func newControlScene(tb testing.TB, nFns, servers, want int) controlScene {
 		profs = append(profs, p)
 	}
 	rng := rand.New(rand.NewPCG(18, 11))
-	c := cluster.New(servers, DefaultServer)
-	fns := make([]FunctionView, nFns)
+	c := cluster.New(servers, cluster.DefaultServer)
+	fns := make([]policy.FunctionView, nFns)
 	opts := make([][]infless.Option, nFns)
 	tops := make([]float64, nFns) // the largest r_up of any configuration
 	for i := range fns {
@@ -59,7 +61,7 @@ func newControlScene(tb testing.TB, nFns, servers, want int) controlScene {
 			}
 			tops[i] = max(tops[i], o.Bounds.Up)
 		}
-		fns[i] = FunctionView{Index: i, Name: fmt.Sprintf("%s-%d", wf.Model, i), Profile: p, SLO: wf.SLO, Target: 0.95, Arrivals: 1}
+		fns[i] = policy.FunctionView{Index: i, Name: fmt.Sprintf("%s-%d", wf.Model, i), Profile: p, SLO: wf.SLO, Target: 0.95, Arrivals: 1}
 	}
 	id := 0
 	for s := range servers {
@@ -67,7 +69,7 @@ func newControlScene(tb testing.TB, nFns, servers, want int) controlScene {
 			continue
 		}
 		fill := 0.2 + 0.5*rng.Float64()
-		for tries := 0; tries < 20 && infless.Share(c.Used(s), DefaultServer) < fill; tries++ {
+		for tries := 0; tries < 20 && infless.Share(c.Used(s), cluster.DefaultServer) < fill; tries++ {
 			i := rng.IntN(nFns)
 			o := opts[i][rng.IntN(len(opts[i]))]
 			if !c.Free(s).Fits(o.Resources) {
@@ -76,8 +78,8 @@ func newControlScene(tb testing.TB, nFns, servers, want int) controlScene {
 			if err := c.Place(s, o.Resources); err != nil {
 				tb.Fatal(err)
 			}
-			l := InstanceLaunch{Function: i, Server: s, Resources: o.Resources, Batch: 1, Timeout: fns[i].SLO - o.Exec, Exec: o.Exec, Bounds: o.Bounds}
-			fns[i].Instances = append(fns[i].Instances, InstanceView{ID: id, Launch: l, Ready: true, Resources: o.Resources})
+			l := policy.InstanceLaunch{Function: i, Server: s, Resources: o.Resources, Batch: 1, Timeout: fns[i].SLO - o.Exec, Exec: o.Exec, Bounds: o.Bounds}
+			fns[i].Instances = append(fns[i].Instances, policy.InstanceView{ID: id, Launch: l, Ready: true, Resources: o.Resources})
 			id++
 		}
 	}
@@ -106,11 +108,11 @@ func BenchmarkINFlessControl10k(b *testing.B) {
 	cpu0, n := cpuTime(), 0
 	for b.Loop() {
 		n++
-		p, err := NewINFlessCluster("infless", DefaultINFlessOptions())
+		p, err := inflesspol.New("infless", inflesspol.DefaultOptions())
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := p.Control(ClusterView{Cluster: sc.c.Clone(), Beta: cluster.DefaultBeta, Functions: sc.fns}, DefaultEpoch.Add(time.Hour))
+		d, err := p.Control(policy.ClusterView{Cluster: sc.c.Clone(), Beta: cluster.DefaultBeta, Functions: sc.fns}, DefaultEpoch.Add(time.Hour))
 		if err != nil {
 			b.Fatal(err)
 		}

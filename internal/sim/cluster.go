@@ -12,7 +12,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/dispatch"
-	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -77,26 +77,18 @@ const (
 	DefaultClusterServers = 64
 	// DefaultControlPeriod is INFless's dispatcher interval, 1 s (infless-constants.json).
 	DefaultControlPeriod = time.Second
-	// DefaultRateWindow is 5 s: long enough that Poisson noise at tens of requests per second does
-	// not trigger scale-ups (±1/√(5R)), short enough to follow the burst300 traces' steps.
-	DefaultRateWindow = 5 * time.Second
 	// DefaultStartDelay is 1 s: INFless loads models into containers that its LSTH policy keeps
 	// pre-warmed, and TF-Serving with a cached image starts in about a second.
 	DefaultStartDelay = time.Second
 )
 
-// DefaultServer is one INFless testbed server half (Table 2: 2 sockets, 32 threads and 2 RTX
-// 2080Ti per machine): 16 CPU threads and one GPU (100 % of its SMs). A GPU SM share cannot span
-// two GPUs, so the simulator's server is one GPU with its socket.
-var DefaultServer = cluster.Resources{CPU: 16, GPU: 100}
-
 // DefaultClusterConfig returns the defaults.
 func DefaultClusterConfig() ClusterConfig {
 	return ClusterConfig{
 		Servers:        DefaultClusterServers,
-		Server:         DefaultServer,
+		Server:         cluster.DefaultServer,
 		ControlPeriod:  DefaultControlPeriod,
-		RateWindow:     DefaultRateWindow,
+		RateWindow:     policy.DefaultRateWindow,
 		StartDelay:     DefaultStartDelay,
 		NoiseCV:        DefaultNoiseCV,
 		RequestTimeout: DefaultRequestTimeout,
@@ -128,130 +120,6 @@ func (c ClusterConfig) Validate() error {
 	return nil
 }
 
-// ClusterPolicy decides a cluster's instances: asked every ControlPeriod with the facts, it
-// returns the instances to launch (with their configuration and server), the instances to
-// release, and each instance's dispatch weight. Implementations are pure apart from their own
-// state: no clock, no I/O. A ClusterPolicy belongs to one run.
-type ClusterPolicy interface {
-	// Name names the policy in Summaries.
-	Name() string
-	// Control decides at now. v.Cluster is a copy the policy may modify (e.g. by scheduling on it).
-	Control(v ClusterView, now time.Time) (ClusterDecision, error)
-}
-
-// ClusterView is what a ClusterPolicy sees.
-type ClusterView struct {
-	// Cluster is a copy of the cluster's allocations (draining instances still hold theirs).
-	Cluster *cluster.Cluster
-	// Beta is the run's β.
-	Beta float64
-	// Functions are the functions, in the run's order.
-	Functions []FunctionView
-}
-
-// FunctionView is one function's state.
-type FunctionView struct {
-	// Index is the function's position in the run; Name and Profile as given.
-	Index   int
-	Name    string
-	Profile profile.INFlessProfile
-	// SLO is the function's latency threshold; MeanRPS its offline mean rate.
-	SLO     time.Duration
-	MeanRPS float64
-	// Target is the fraction of its requests that must meet SLO (slo.Spec.Target); 0 = unknown.
-	Target float64
-	// Rate is R, the arrival rate over the last RateWindow, requests per second; RateNow is the
-	// rate over the last ControlPeriod alone (noisier, but it sees a burst at once).
-	Rate, RateNow float64
-	// Waiting counts its requests held at the function level: no ready instance had room for them
-	// (before its first instance, or every queue full under ClusterQueueBound).
-	Waiting int
-	// Arrivals counts the function's arrivals so far.
-	Arrivals int64
-	// Instances are the live instances (starting or ready; not draining), in launch order.
-	Instances []InstanceView
-}
-
-// InstanceView is one live instance.
-type InstanceView struct {
-	// ID identifies the instance for Release and Weights.
-	ID int
-	// Launch is its configuration and server.
-	Launch InstanceLaunch
-	// Ready reports that it accepts requests; Queue is its queue length.
-	Ready bool
-	Queue int
-	// Resources is the ⟨cpu, gpu⟩ it runs on now: Launch.Resources, or the configuration it was
-	// lent (ClusterDecision.Lend).
-	Resources cluster.Resources
-}
-
-// InstanceLaunch asks for one instance.
-type InstanceLaunch struct {
-	// Function is the function's index.
-	Function int
-	// Server is where it goes; Resources its ⟨cpu, gpu⟩ share.
-	Server    int
-	Resources cluster.Resources
-	// Batch is its batch size b and Timeout its batch timeout (INFless: t_slo − t_exec).
-	Batch   int
-	Timeout time.Duration
-	// Exec is the predicted batch execution time and Bounds its Eq. 1 rate bounds.
-	Exec   time.Duration
-	Bounds infless.Bounds
-	// Spare marks a headroom instance (infless.Spares): the engine serves with it like any
-	// other; the policy reads the mark back in InstanceView.Launch and may preempt it.
-	Spare bool
-}
-
-// ClusterDecision is a policy's answer.
-type ClusterDecision struct {
-	// Launch are new instances, placed in order.
-	Launch []InstanceLaunch
-	// Release are instance IDs to drain: they take no new requests, finish their queue and free
-	// their resources.
-	Release []int
-	// Preempt are instance IDs to stop at once, before the launches are placed: their resources
-	// (lent ones included) are free for this step's launches, and the requests queued on them and
-	// in their batch in flight go back to the function (arrival times kept, so the lost work counts
-	// in their latency) and are dispatched again to its ready instances.
-	Preempt []int
-	// Weights are dispatch weights (requests per second) by instance ID, for the instances live
-	// after the decision; instances without one keep theirs (a new instance starts at r_up).
-	Weights map[int]float64
-	// Lend, when non-nil, sets the configuration every live instance runs on, by instance ID:
-	// at least its Launch.Resources in both dimensions, with a curve in its function's profile;
-	// instances absent run on their Launch.Resources. The engine takes back the lent resources
-	// that change before it places the launches and lends the new ones after, so a policy
-	// decides on the cluster without lending (ClusterView.Cluster minus each instance's
-	// Resources − Launch.Resources). An instance's batches run at its current configuration's
-	// service time (a batch in flight when it changes finishes its remaining work at the new
-	// one); a released instance returns to its Launch.Resources at once. nil keeps the lending
-	// as it is (policies that never lend).
-	Lend map[int]cluster.Resources
-	// Reasons explain the decision, one line per launch, release or setting, each naming the
-	// piece that made it; the engine does not read them.
-	Reasons []string
-}
-
-// ClusterQueueDispatch is implemented by a ClusterPolicy whose requests go to the ready instance
-// with the least queued work per unit of its dispatch weight — (queued + in service + 1) / weight,
-// dispatch.WeightedLeastOutstanding over the instance queues — instead of splitting arrivals in
-// proportion to the weights (the default, INFless's dispatcher).
-type ClusterQueueDispatch interface {
-	DispatchByQueue() bool
-}
-
-// ClusterQueueBound is implemented by a ClusterPolicy whose instances hold at most one batch
-// waiting (INFless §3.2, Fig. 6(a): a request that arrives while an instance's next batch is
-// already full cannot join it): a request for which every ready instance of its function has b
-// requests queued waits in the function's queue instead, and goes to the first instance whose
-// queue falls below b (one that starts a batch, or becomes ready). INFless drops such a request;
-// the simulator holds it, so it counts against the SLO only if it ends up late.
-type ClusterQueueBound interface {
-	BoundedQueues() bool
-}
-
 // ClusterResult is the outcome of a cluster run.
 type ClusterResult struct {
 	// Summary aggregates every function: attainment counts each request against its own
@@ -277,7 +145,7 @@ const (
 )
 
 type cInst struct {
-	InstanceLaunch
+	policy.InstanceLaunch
 	curve    profile.Curve
 	pol      *batching.Fixed
 	q        ring
@@ -312,7 +180,7 @@ type cFn struct {
 type cEngine struct {
 	ctx   context.Context
 	cfg   ClusterConfig
-	pol   ClusterPolicy
+	pol   policy.Cluster
 	beta  float64
 	cl    *cluster.Cluster
 	fns   []*cFn
@@ -323,9 +191,9 @@ type cEngine struct {
 	sig   float64
 	cands []dispatch.Instance
 	cidx  []int
-	// byQueue dispatches by queued work (ClusterQueueDispatch) instead of by assigned counts.
+	// byQueue dispatches by queued work (policy.QueueDispatcher) instead of by assigned counts.
 	byQueue bool
-	// qbound caps every instance's queue at its batch size (ClusterQueueBound); sawReady is set by
+	// qbound caps every instance's queue at its batch size (policy.QueueBounder); sawReady is set by
 	// pick when the function had a ready instance (so a request it leaves pending is no cold start).
 	qbound, sawReady bool
 
@@ -358,7 +226,7 @@ type cEngine struct {
 
 // RunCluster simulates pol serving fns on a cluster of cfg.Servers servers and returns the
 // aggregate and per-function Summaries. It is deterministic for a given cfg.Seed.
-func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, pol ClusterPolicy) (*ClusterResult, error) {
+func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, pol policy.Cluster) (*ClusterResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -373,10 +241,10 @@ func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, p
 	if e.beta == 0 {
 		e.beta = cluster.DefaultBeta
 	}
-	if qd, ok := pol.(ClusterQueueDispatch); ok {
+	if qd, ok := pol.(policy.QueueDispatcher); ok {
 		e.byQueue = qd.DispatchByQueue()
 	}
-	if qb, ok := pol.(ClusterQueueBound); ok {
+	if qb, ok := pol.(policy.QueueBounder); ok {
 		e.qbound = qb.BoundedQueues()
 	}
 	if cfg.NoiseCV > 0 {
@@ -650,7 +518,7 @@ func (e *cEngine) done(i int) {
 	e.pump(i)
 }
 
-// preempt stops instance i at once (ClusterDecision.Preempt): it frees everything it holds and
+// preempt stops instance i at once (policy.ClusterDecision.Preempt): it frees everything it holds and
 // hands its queued and in-flight requests back to its function.
 func (e *cEngine) preempt(i int) error {
 	in := e.insts[i]
@@ -738,7 +606,7 @@ func (e *cEngine) curve(fn *cFn, r cluster.Resources) (profile.Curve, error) {
 
 func (e *cEngine) control() error {
 	// Close the rate window's current slot.
-	v := ClusterView{Cluster: e.cl.Clone(), Beta: e.beta}
+	v := policy.ClusterView{Cluster: e.cl.Clone(), Beta: e.beta}
 	elapsed := min(time.Duration(e.now), e.cfg.RateWindow)
 	for i, fn := range e.fns {
 		for fn.pending.n > 0 && e.now-fn.pending.front() > int64(e.cfg.RequestTimeout) {
@@ -756,7 +624,7 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.n}
+		fv := policy.FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.n}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}
@@ -769,7 +637,7 @@ func (e *cEngine) control() error {
 			if in.draining {
 				continue
 			}
-			fv.Instances = append(fv.Instances, InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n, Resources: in.res})
+			fv.Instances = append(fv.Instances, policy.InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n, Resources: in.res})
 		}
 		v.Functions = append(v.Functions, fv)
 	}
@@ -869,7 +737,7 @@ func (e *cEngine) control() error {
 	return nil
 }
 
-// lend gives the live instances their lent configurations (ClusterDecision.Lend), after the
+// lend gives the live instances their lent configurations (policy.ClusterDecision.Lend), after the
 // launches; the changed ones were taken back before.
 func (e *cEngine) lend(m map[int]cluster.Resources) error {
 	ids := slices.Sorted(maps.Keys(m)) // in order: a rerun pushes events

@@ -8,24 +8,25 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // boundScript launches one b = 1 instance at its first step and a second at its second, and
-// records what it sees; bound is its ClusterQueueBound answer.
+// records what it sees; bound is its policy.QueueBounder answer.
 type boundScript struct {
 	bound bool
-	views []ClusterView
+	views []policy.ClusterView
 }
 
 func (*boundScript) Name() string          { return "bound" }
 func (p *boundScript) BoundedQueues() bool { return p.bound }
 
-func (p *boundScript) Control(v ClusterView, _ time.Time) (ClusterDecision, error) {
+func (p *boundScript) Control(v policy.ClusterView, _ time.Time) (policy.ClusterDecision, error) {
 	p.views = append(p.views, v)
-	d := ClusterDecision{}
+	d := policy.ClusterDecision{}
 	if len(p.views) <= 2 {
-		d.Launch = []InstanceLaunch{{Function: 0, Server: len(p.views) - 1, Resources: cluster.Resources{CPU: 2}, Batch: 1,
+		d.Launch = []policy.InstanceLaunch{{Function: 0, Server: len(p.views) - 1, Resources: cluster.Resources{CPU: 2}, Batch: 1,
 			Exec: 7 * time.Millisecond, Bounds: infless.Bounds{Up: 100}}}
 	}
 	return d, nil
@@ -33,7 +34,7 @@ func (p *boundScript) Control(v ClusterView, _ time.Time) (ClusterDecision, erro
 
 // TestRunClusterBoundedQueues (issue #18 item 10, INFless Fig. 6(a)): five requests arrive at
 // 0.99 s for one instance of 7 ms a request. With bounded queues the instance holds one in
-// service and one queued; the other three wait at the function (FunctionView.Waiting at the
+// service and one queued; the other three wait at the function (policy.FunctionView.Waiting at the
 // 1 s step: 2, one having gone to the instance as its first finished) and go to the instance
 // launched at 1 s, so the last finishes at 1.014 s instead of 1.025 s behind the other four.
 func TestRunClusterBoundedQueues(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -19,11 +20,11 @@ type fillPolicy struct{ step int }
 
 func (*fillPolicy) Name() string { return "fill" }
 
-func (p *fillPolicy) Control(v ClusterView, _ time.Time) (ClusterDecision, error) {
+func (p *fillPolicy) Control(v policy.ClusterView, _ time.Time) (policy.ClusterDecision, error) {
 	p.step++
-	d := ClusterDecision{}
+	d := policy.ClusterDecision{}
 	if p.step == 1 {
-		d.Launch = []InstanceLaunch{
+		d.Launch = []policy.InstanceLaunch{
 			{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 4, GPU: 20}, Batch: 1, Timeout: 0, Exec: 10 * time.Millisecond, Bounds: infless.Bounds{Up: 100}},
 			{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2, GPU: 10}, Batch: 1, Exec: 10 * time.Millisecond, Bounds: infless.Bounds{Up: 100}, Spare: true},
 		}
@@ -57,7 +58,7 @@ func TestFragmentRatioWithoutFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := r.Summary.Extra
-	own := 1 - cluster.Resources{CPU: 4, GPU: 20}.Weighted(cluster.DefaultBeta)/DefaultServer.Weighted(cluster.DefaultBeta)
+	own := 1 - cluster.Resources{CPU: 4, GPU: 20}.Weighted(cluster.DefaultBeta)/cluster.DefaultServer.Weighted(cluster.DefaultBeta)
 	if math.Abs(x["fragment_ratio"]-own) > 1e-6 {
 		t.Errorf("fragment_ratio %.6f, want %.6f (only the own instance's launch configuration allocated)", x["fragment_ratio"], own)
 	}

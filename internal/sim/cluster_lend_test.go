@@ -8,23 +8,24 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // lendScript launches one toy instance on 2 threads at the first step and lends it 20 % of the
-// GPU (ClusterDecision.Lend) in the steps before until, then takes it back.
+// GPU (policy.ClusterDecision.Lend) in the steps before until, then takes it back.
 type lendScript struct {
 	until time.Duration
-	views []ClusterView
+	views []policy.ClusterView
 }
 
 func (*lendScript) Name() string { return "lend-script" }
 
-func (p *lendScript) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
+func (p *lendScript) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
 	p.views = append(p.views, v)
-	var d ClusterDecision
+	var d policy.ClusterDecision
 	if len(v.Functions[0].Instances) == 0 {
-		d.Launch = []InstanceLaunch{{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Up: 100}}}
+		d.Launch = []policy.InstanceLaunch{{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Up: 100}}}
 		return d, nil
 	}
 	d.Lend = map[int]cluster.Resources{}

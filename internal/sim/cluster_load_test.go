@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
+	"github.com/sloserve/sloserve/internal/policy/uniform"
 )
 
 // TestINFlessLoad is the busy-cluster evaluation of docs/infless.md (INFless §5.2 Fig. 11/12,
@@ -57,28 +61,30 @@ func TestINFlessLoad(t *testing.T) {
 		dur = d
 	}
 	// Diagnostic forms of Eq. 10, on INFless's own release order and without defragmentation.
-	paper := func(name string, edit func(*INFlessOptions)) inflessVariant {
-		return inflessVariant{name, func() (ClusterPolicy, error) {
-			o := PaperINFlessOptions()
+	paper := func(name string, edit func(*inflesspol.Options)) inflessVariant {
+		return inflessVariant{name, func() (policy.Cluster, error) {
+			o := inflesspol.PaperOptions()
 			edit(&o)
-			return NewINFlessCluster(name, o)
+			return inflesspol.New(name, o)
 		}}
 	}
-	dflt := func(name string, edit func(*INFlessOptions)) inflessVariant {
-		return inflessVariant{name, func() (ClusterPolicy, error) {
-			o := DefaultINFlessOptions()
+	dflt := func(name string, edit func(*inflesspol.Options)) inflessVariant {
+		return inflessVariant{name, func() (policy.Cluster, error) {
+			o := inflesspol.DefaultOptions()
 			edit(&o)
-			return NewINFlessCluster(name, o)
+			return inflesspol.New(name, o)
 		}}
 	}
 	variants := append(inflessVariants(),
-		inflessVariant{"openfaas+", func() (ClusterPolicy, error) { return NewUniformCluster(DefaultOpenFaaSOptions()) }},
-		paper("infless-CRE", func(o *INFlessOptions) { o.Metric = infless.MetricOriginal }),
-		paper("infless-β=G/C", func(o *INFlessOptions) { o.Beta = float64(DefaultServer.GPU) / float64(DefaultServer.CPU) }),
+		inflessVariant{"openfaas+", func() (policy.Cluster, error) { return uniform.New(uniform.OpenFaaSOptions()) }},
+		paper("infless-CRE", func(o *inflesspol.Options) { o.Metric = infless.MetricOriginal }),
+		paper("infless-β=G/C", func(o *inflesspol.Options) {
+			o.Beta = float64(cluster.DefaultServer.GPU) / float64(cluster.DefaultServer.CPU)
+		}),
 		// Issue #18's three pieces, one at a time off the default (select with SLOSERVE_INFLESS_POLICIES).
-		dflt("infless-noqcap", func(o *INFlessOptions) { o.QueueCap = false }),
-		dflt("infless-nobound", func(o *INFlessOptions) { o.BoundQueues = false }),
-		dflt("infless-nobacklog", func(o *INFlessOptions) { o.Backlog = false }))
+		dflt("infless-noqcap", func(o *inflesspol.Options) { o.QueueCap = false }),
+		dflt("infless-nobound", func(o *inflesspol.Options) { o.BoundQueues = false }),
+		dflt("infless-nobacklog", func(o *inflesspol.Options) { o.Backlog = false }))
 	if s := os.Getenv("SLOSERVE_INFLESS_POLICIES"); s == "" {
 		variants = slices.DeleteFunc(variants, func(v inflessVariant) bool {
 			return v.name == "infless-noqcap" || v.name == "infless-nobound" || v.name == "infless-nobacklog"

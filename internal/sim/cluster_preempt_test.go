@@ -8,22 +8,23 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // preemptScript launches two toy instances (servers 0 and 1) at the first step and preempts the
 // first at the 1 s step.
-type preemptScript struct{ views []ClusterView }
+type preemptScript struct{ views []policy.ClusterView }
 
 func (*preemptScript) Name() string { return "preempt-script" }
 
-func (p *preemptScript) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
+func (p *preemptScript) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
 	p.views = append(p.views, v)
-	var d ClusterDecision
+	var d policy.ClusterDecision
 	switch now.Sub(DefaultEpoch) {
 	case 0:
 		for s := range 2 {
-			d.Launch = append(d.Launch, InstanceLaunch{Function: 0, Server: s, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Up: 100}, Spare: s == 0})
+			d.Launch = append(d.Launch, policy.InstanceLaunch{Function: 0, Server: s, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Up: 100}, Spare: s == 0})
 		}
 	case time.Second:
 		d.Preempt = []int{0}

@@ -9,42 +9,11 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cluster"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
+	slopol "github.com/sloserve/sloserve/internal/policy/sloserve"
 	"github.com/sloserve/sloserve/internal/profile"
 )
-
-func TestGuardProfile(t *testing.T) {
-	ms := time.Millisecond
-	pts := func(xs ...profile.INFlessPoint) profile.INFlessProfile {
-		return profile.INFlessProfile{Model: "m", Points: xs}
-	}
-	p := func(c, g, b int, d time.Duration) profile.INFlessPoint {
-		return profile.INFlessPoint{CPU: c, GPU: g, Batch: b, Latency: d}
-	}
-	tests := []struct {
-		name   string
-		in     profile.INFlessProfile
-		limit  time.Duration
-		offset float64
-		want   int // points kept
-	}{
-		{"fast b=1 kept", pts(p(2, 0, 1, 100*ms), p(2, 20, 1, 120*ms)), 160 * ms, 0.1, 2},
-		{"slow b=1 dropped", pts(p(2, 0, 1, 180*ms), p(2, 20, 1, 126*ms)), 160 * ms, 0.1, 1},
-		{"offset counts", pts(p(2, 0, 1, 150*ms), p(2, 20, 1, 126*ms)), 160 * ms, 0.1, 1},
-		{"b>1 untouched", pts(p(2, 20, 1, 126*ms), p(2, 20, 2, 190*ms)), 160 * ms, 0.1, 2},
-		{"no b=1 left: keep all", pts(p(2, 0, 1, 188*ms), p(4, 0, 1, 170*ms), p(4, 0, 2, 200*ms)), 160 * ms, 0.1, 3},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := guardProfile(tc.in, tc.limit, tc.offset)
-			if len(got.Points) != tc.want {
-				t.Errorf("kept %d points %v, want %d", len(got.Points), got.Points, tc.want)
-			}
-			if len(tc.in.Points) == 0 || got.Model != tc.in.Model {
-				t.Errorf("model %q, want %q", got.Model, tc.in.Model)
-			}
-		})
-	}
-}
 
 // cpuGPUProfile is a function whose CPU-only instance (2 threads, 20 ms, r_up 50/s) is the most
 // efficient per FLOPS at INFless's β = 64/142, while its GPU instance (2 threads + 20 % SMs,
@@ -61,27 +30,27 @@ func cpuGPUProfile() profile.INFlessProfile {
 // instances (24 threads: two servers), the β = G/C pricing 3 GPU ones (one server); sloserve
 // keeps the decision with fewer active servers and says which pricing made it.
 func TestSloserveClusterPlacementChoice(t *testing.T) {
-	fv := FunctionView{Index: 0, Name: "cg", Profile: cpuGPUProfile(), SLO: 100 * time.Millisecond, Rate: 600, RateNow: 600}
+	fv := policy.FunctionView{Index: 0, Name: "cg", Profile: cpuGPUProfile(), SLO: 100 * time.Millisecond, Rate: 600, RateNow: 600}
 	tests := []struct {
 		name       string
-		pricings   []ClusterPricing
+		pricings   []slopol.ClusterPricing
 		wantActive int
 		wantLabel  string
 	}{
 		{"infless only", nil, 2, "Eq. 10 at the run's β"},
-		{"with β = G/C", []ClusterPricing{GCPricing}, 1, "Eq. 10 at β=6.25"},
+		{"with β = G/C", []slopol.ClusterPricing{slopol.GCPricing}, 1, "Eq. 10 at β=6.25"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultSloserveClusterOptions()
-			o.INFless = PaperINFlessOptions() // Eq. 10 as printed, INFless's β
+			o := slopol.DefaultClusterOptions()
+			o.INFless = inflesspol.PaperOptions() // Eq. 10 as printed, INFless's β
 			o.Pricings = tc.pricings
-			pol, err := NewSloserveCluster(o)
+			pol, err := slopol.NewCluster(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := cluster.New(4, DefaultServer)
-			d, err := pol.Control(ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}, DefaultEpoch)
+			c := cluster.New(4, cluster.DefaultServer)
+			d, err := pol.Control(policy.ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}, DefaultEpoch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,22 +86,22 @@ func TestSloserveClusterPlacementChoice(t *testing.T) {
 func TestSloserveClusterOptionsValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*SloserveClusterOptions)
+		edit func(*slopol.ClusterOptions)
 	}{
-		{"guard 0", func(o *SloserveClusterOptions) { o.Guard = 0 }},
-		{"guard > 1", func(o *SloserveClusterOptions) { o.Guard = 1.2 }},
-		{"headroom < 1", func(o *SloserveClusterOptions) { o.Headroom = 0.9 }},
-		{"negative β", func(o *SloserveClusterOptions) { o.Pricings = []ClusterPricing{{Beta: -1}} }},
-		{"infless", func(o *SloserveClusterOptions) { o.INFless.Alpha = 2 }},
+		{"guard 0", func(o *slopol.ClusterOptions) { o.Guard = 0 }},
+		{"guard > 1", func(o *slopol.ClusterOptions) { o.Guard = 1.2 }},
+		{"headroom < 1", func(o *slopol.ClusterOptions) { o.Headroom = 0.9 }},
+		{"negative β", func(o *slopol.ClusterOptions) { o.Pricings = []slopol.ClusterPricing{{Beta: -1}} }},
+		{"infless", func(o *slopol.ClusterOptions) { o.INFless.Alpha = 2 }},
 	}
-	if err := DefaultSloserveClusterOptions().Validate(); err != nil {
+	if err := slopol.DefaultClusterOptions().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultSloserveClusterOptions()
+			o := slopol.DefaultClusterOptions()
 			tc.edit(&o)
-			if _, err := NewSloserveCluster(o); err == nil {
+			if _, err := slopol.NewCluster(o); err == nil {
 				t.Errorf("accepted a bad %s", tc.name)
 			}
 		})
@@ -142,21 +111,21 @@ func TestSloserveClusterOptionsValidate(t *testing.T) {
 // TestSloserveClusterReleases: releases are INFless's (α-band case iii held ScaleDownAfter, then
 // infless.Release), each with a reason naming it.
 func TestSloserveClusterReleases(t *testing.T) {
-	pol, err := NewSloserveCluster(DefaultSloserveClusterOptions())
+	pol, err := slopol.NewCluster(slopol.DefaultClusterOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.New(2, DefaultServer)
-	var ins []InstanceView
+	c := cluster.New(2, cluster.DefaultServer)
+	var ins []policy.InstanceView
 	for id := range 3 {
-		l := InstanceLaunch{Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Exec: 20 * time.Millisecond}
+		l := policy.InstanceLaunch{Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Exec: 20 * time.Millisecond}
 		l.Bounds.Up = 50
 		if err := c.Place(0, l.Resources); err != nil {
 			t.Fatal(err)
 		}
-		ins = append(ins, InstanceView{ID: id, Launch: l, Ready: true})
+		ins = append(ins, policy.InstanceView{ID: id, Launch: l, Ready: true})
 	}
-	fv := FunctionView{Index: 0, Name: "cg", Profile: cpuGPUProfile(), SLO: 100 * time.Millisecond, Rate: 10, RateNow: 10, Arrivals: 1, Instances: ins}
+	fv := policy.FunctionView{Index: 0, Name: "cg", Profile: cpuGPUProfile(), SLO: 100 * time.Millisecond, Rate: 10, RateNow: 10, Arrivals: 1, Instances: ins}
 	steps := []struct {
 		at          time.Duration
 		wantRelease int
@@ -166,7 +135,7 @@ func TestSloserveClusterReleases(t *testing.T) {
 		{31 * time.Second, 2}, // held 30 s: release all but what covers R
 	}
 	for _, st := range steps {
-		d, err := pol.Control(ClusterView{Cluster: c.Clone(), Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}, DefaultEpoch.Add(st.at))
+		d, err := pol.Control(policy.ClusterView{Cluster: c.Clone(), Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}, DefaultEpoch.Add(st.at))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +156,7 @@ func TestSloserveClusterReleases(t *testing.T) {
 // TestSloserveClusterToyRun: on steady toy functions sloserve meets the SLO with no more active
 // servers than infless, and every request is accounted for.
 func TestSloserveClusterToyRun(t *testing.T) {
-	run := func(p ClusterPolicy) *ClusterResult {
+	run := func(p policy.Cluster) *ClusterResult {
 		t.Helper()
 		cfg := DefaultClusterConfig()
 		cfg.Servers = 8
@@ -197,11 +166,11 @@ func TestSloserveClusterToyRun(t *testing.T) {
 		}
 		return r
 	}
-	s, err := NewSloserveCluster(DefaultSloserveClusterOptions())
+	s, err := slopol.NewCluster(slopol.DefaultClusterOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	i, err := NewINFlessCluster("", DefaultINFlessOptions())
+	i, err := inflesspol.New("", inflesspol.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
+	"github.com/sloserve/sloserve/internal/policy/uniform"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -34,9 +37,9 @@ func toyFunctions(rate float64, n int, seed uint64) []ClusterFunction {
 }
 
 func TestRunClusterAccountingAndDeterminism(t *testing.T) {
-	pols := map[string]func() ClusterPolicy{
-		"infless": func() ClusterPolicy { p, _ := NewINFlessCluster("", DefaultINFlessOptions()); return p },
-		"uniform": func() ClusterPolicy { p, _ := NewUniformCluster(DefaultUniformOptions()); return p },
+	pols := map[string]func() policy.Cluster{
+		"infless": func() policy.Cluster { p, _ := inflesspol.New("", inflesspol.DefaultOptions()); return p },
+		"uniform": func() policy.Cluster { p, _ := uniform.New(uniform.DefaultOptions()); return p },
 	}
 	for name, mk := range pols {
 		t.Run(name, func(t *testing.T) {
@@ -78,7 +81,7 @@ func TestRunClusterAccountingAndDeterminism(t *testing.T) {
 // TestINFlessClusterNonUniform: at 1000 rps a toy function gets large-batch instances for the bulk
 // of its load (Alg. 1, largest batch first) and the residual on smaller ones.
 func TestINFlessClusterNonUniform(t *testing.T) {
-	p, err := NewINFlessCluster("", DefaultINFlessOptions())
+	p, err := inflesspol.New("", inflesspol.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,32 +126,32 @@ func TestClusterConfigValidate(t *testing.T) {
 }
 
 // INFlessVariant is one row of the INFless tables: the default policy, the uniform baseline, the
-// Fig. 11 ablations of the default, Eq. 10 as printed (PaperINFlessOptions) and the default
-// without lending (INFlessOptions.Lend).
+// Fig. 11 ablations of the default, Eq. 10 as printed (inflesspol.PaperOptions) and the default
+// without lending (inflesspol.Options.Lend).
 type inflessVariant struct {
 	name string
-	mk   func() (ClusterPolicy, error)
+	mk   func() (policy.Cluster, error)
 }
 
 func inflessVariants() []inflessVariant {
-	abl := func(name string, edit func(*INFlessOptions)) inflessVariant {
-		return inflessVariant{name, func() (ClusterPolicy, error) {
-			o := DefaultINFlessOptions()
+	abl := func(name string, edit func(*inflesspol.Options)) inflessVariant {
+		return inflessVariant{name, func() (policy.Cluster, error) {
+			o := inflesspol.DefaultOptions()
 			edit(&o)
-			return NewINFlessCluster(name, o)
+			return inflesspol.New(name, o)
 		}}
 	}
 	return []inflessVariant{
-		abl("infless", func(*INFlessOptions) {}),
-		{"uniform", func() (ClusterPolicy, error) { return NewUniformCluster(DefaultUniformOptions()) }},
-		abl("infless-BB", func(o *INFlessOptions) { o.MaxBatch = 1 }),
-		abl("infless-OP1.5", func(o *INFlessOptions) { o.Offset = 0.5 }),
-		abl("infless-OP2", func(o *INFlessOptions) { o.Offset = 1.0 }),
-		abl("infless-RS", func(o *INFlessOptions) { o.FirstFit = true }),
-		{"infless-Eq.10", func() (ClusterPolicy, error) { return NewINFlessCluster("infless-Eq.10", PaperINFlessOptions()) }},
-		abl("infless-nolend", func(o *INFlessOptions) { o.Lend = false }),
-		abl("infless-nospare", func(o *INFlessOptions) { o.Spare = false }),
-		abl("infless-Eq.1", func(o *INFlessOptions) { o.QueueCap, o.BoundQueues, o.Backlog = false, false, false }),
+		abl("infless", func(*inflesspol.Options) {}),
+		{"uniform", func() (policy.Cluster, error) { return uniform.New(uniform.DefaultOptions()) }},
+		abl("infless-BB", func(o *inflesspol.Options) { o.MaxBatch = 1 }),
+		abl("infless-OP1.5", func(o *inflesspol.Options) { o.Offset = 0.5 }),
+		abl("infless-OP2", func(o *inflesspol.Options) { o.Offset = 1.0 }),
+		abl("infless-RS", func(o *inflesspol.Options) { o.FirstFit = true }),
+		{"infless-Eq.10", func() (policy.Cluster, error) { return inflesspol.New("infless-Eq.10", inflesspol.PaperOptions()) }},
+		abl("infless-nolend", func(o *inflesspol.Options) { o.Lend = false }),
+		abl("infless-nospare", func(o *inflesspol.Options) { o.Spare = false }),
+		abl("infless-Eq.1", func(o *inflesspol.Options) { o.QueueCap, o.BoundQueues, o.Backlog = false, false, false }),
 	}
 }
 

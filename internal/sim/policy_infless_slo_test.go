@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 )
 
 // TestINFlessEveryFunctionMeetsTarget is issue #18 item 10 (EVALUATION.md §4: per function, not
@@ -26,14 +28,14 @@ func TestINFlessEveryFunctionMeetsTarget(t *testing.T) {
 	for _, f := range []string{"fn2.rpm.csv", "fn3.rpm.csv", "fn4.rpm.csv"} {
 		paths = append(paths, filepath.Join(data, "traces", "azure-functions", f))
 	}
-	run := func(o INFlessOptions) *ClusterResult {
+	run := func(o inflesspol.Options) *ClusterResult {
 		t.Helper()
 		fns, err := LoadWorkload(filepath.Join(data, "profiles", "infless"), paths, OSVTQA,
 			WorkloadOptions{PeakRPS: 100, From: 12 * time.Hour, Duration: time.Hour, SLOTarget: 0.95, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewINFlessCluster("infless", o)
+		p, err := inflesspol.New("infless", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func TestINFlessEveryFunctionMeetsTarget(t *testing.T) {
 		return r
 	}
 	t.Run("default meets every target", func(t *testing.T) {
-		r := run(DefaultINFlessOptions())
+		r := run(inflesspol.DefaultOptions())
 		for i, f := range r.Functions {
 			if f.SLOAttainment < f.SLO.Target {
 				t.Errorf("%s: attainment %.4f < target %.2f (aggregate %.4f)", OSVTQA[i].Model, f.SLOAttainment, f.SLO.Target, r.Summary.SLOAttainment)
@@ -57,7 +59,7 @@ func TestINFlessEveryFunctionMeetsTarget(t *testing.T) {
 		}
 	})
 	t.Run("Eq. 1 as printed misses on ssd", func(t *testing.T) {
-		o := DefaultINFlessOptions()
+		o := inflesspol.DefaultOptions()
 		o.QueueCap, o.BoundQueues, o.Backlog = false, false, false
 		r := run(o)
 		if ssd := r.Functions[0]; ssd.SLOAttainment >= ssd.SLO.Target || r.Summary.SLOAttainment < ssd.SLO.Target {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 )
 
 // TestINFlessDefragmentMoves drives the INFless policy through one defragmentation: a function
@@ -17,37 +19,37 @@ import (
 // α-band. The first step relaunches the lone instance's configuration on the full server; the
 // step after the new instance is ready releases the old one. Without Defragment nothing moves.
 func TestINFlessDefragmentMoves(t *testing.T) {
-	big := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Up: 100}}
-	lone := InstanceLaunch{Function: 0, Server: 1, Resources: cluster.Resources{CPU: 2, GPU: 10}, Batch: 1, Bounds: infless.Bounds{Up: 100}}
-	view := func(ins ...InstanceView) ClusterView {
-		c := cluster.New(4, DefaultServer)
+	big := policy.InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Up: 100}}
+	lone := policy.InstanceLaunch{Function: 0, Server: 1, Resources: cluster.Resources{CPU: 2, GPU: 10}, Batch: 1, Bounds: infless.Bounds{Up: 100}}
+	view := func(ins ...policy.InstanceView) policy.ClusterView {
+		c := cluster.New(4, cluster.DefaultServer)
 		for _, in := range ins {
 			if err := c.Place(in.Launch.Server, in.Launch.Resources); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// 180 rps over R_max 200, R_min 0: inside the band (≥ 160) with two instances.
-		fv := FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: 180, RateNow: 180, Arrivals: 1000, Instances: ins}
-		return ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}
+		fv := policy.FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: 180, RateNow: 180, Arrivals: 1000, Instances: ins}
+		return policy.ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}
 	}
 	t0 := DefaultEpoch
 	for _, tc := range []struct {
 		name       string
 		defragment bool
-		wantLaunch []InstanceLaunch
+		wantLaunch []policy.InstanceLaunch
 		wantRel    []int
 	}{
-		{"defragment", true, []InstanceLaunch{{Function: 0, Server: 0, Resources: lone.Resources, Batch: 1, Bounds: lone.Bounds}}, []int{2}},
+		{"defragment", true, []policy.InstanceLaunch{{Function: 0, Server: 0, Resources: lone.Resources, Batch: 1, Bounds: lone.Bounds}}, []int{2}},
 		{"off", false, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultINFlessOptions()
+			o := inflesspol.DefaultOptions()
 			o.Defragment, o.Spare = tc.defragment, false // spares: TestINFlessSpare
-			p, err := NewINFlessCluster("", o)
+			p, err := inflesspol.New("", o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := p.Control(view(InstanceView{ID: 1, Launch: big, Ready: true}, InstanceView{ID: 2, Launch: lone, Ready: true}), t0)
+			d, err := p.Control(view(policy.InstanceView{ID: 1, Launch: big, Ready: true}, policy.InstanceView{ID: 2, Launch: lone, Ready: true}), t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,9 +59,9 @@ func TestINFlessDefragmentMoves(t *testing.T) {
 			if len(d.Launch) == 0 {
 				return
 			}
-			moved := InstanceView{ID: 3, Launch: d.Launch[0]}
+			moved := policy.InstanceView{ID: 3, Launch: d.Launch[0]}
 			// Still starting: the old instance keeps serving.
-			d, err = p.Control(view(InstanceView{ID: 1, Launch: big, Ready: true}, InstanceView{ID: 2, Launch: lone, Ready: true}, moved), t0.Add(time.Second))
+			d, err = p.Control(view(policy.InstanceView{ID: 1, Launch: big, Ready: true}, policy.InstanceView{ID: 2, Launch: lone, Ready: true}, moved), t0.Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +69,7 @@ func TestINFlessDefragmentMoves(t *testing.T) {
 				t.Fatalf("step 2 (new instance starting): launch %+v release %v; want nothing", d.Launch, d.Release)
 			}
 			moved.Ready = true
-			d, err = p.Control(view(InstanceView{ID: 1, Launch: big, Ready: true}, InstanceView{ID: 2, Launch: lone, Ready: true}, moved), t0.Add(2*time.Second))
+			d, err = p.Control(view(policy.InstanceView{ID: 1, Launch: big, Ready: true}, policy.InstanceView{ID: 2, Launch: lone, Ready: true}, moved), t0.Add(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,12 +123,12 @@ func TestLoadWorkloadWindow(t *testing.T) {
 // cluster without lending — the same launches, releases and weights as without Lend on the
 // un-lent cluster — then lends only what the launches left.
 func TestINFlessLend(t *testing.T) {
-	filler := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
-	lender := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
+	filler := policy.InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
+	lender := policy.InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 2}, Batch: 1, Bounds: infless.Bounds{Low: 50, Up: 100}}
 	lentTo := cluster.Resources{CPU: 2, GPU: 20}
-	view := func(rate float64, lent bool) ClusterView {
-		c := cluster.New(4, DefaultServer)
-		ins := []InstanceView{{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}, {ID: 2, Launch: lender, Ready: true, Resources: lender.Resources}}
+	view := func(rate float64, lent bool) policy.ClusterView {
+		c := cluster.New(4, cluster.DefaultServer)
+		ins := []policy.InstanceView{{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}, {ID: 2, Launch: lender, Ready: true, Resources: lender.Resources}}
 		if lent {
 			ins[1].Resources = lentTo
 		}
@@ -135,13 +137,13 @@ func TestINFlessLend(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		fv := FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
-		return ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}
+		fv := policy.FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
+		return policy.ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}
 	}
-	policy := func(lend bool) ClusterPolicy {
-		o := DefaultINFlessOptions()
+	policy := func(lend bool) policy.Cluster {
+		o := inflesspol.DefaultOptions()
 		o.Lend, o.Spare = lend, false // spares: TestINFlessSpare
-		p, err := NewINFlessCluster("", o)
+		p, err := inflesspol.New("", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,37 +193,37 @@ func TestINFlessLend(t *testing.T) {
 		used[0] = used[0].Add(r.Sub(lender.Resources))
 	}
 	for s, u := range used {
-		if !DefaultServer.Fits(u) {
-			t.Errorf("server %d holds %+v after the decision, more than %+v", s, u, DefaultServer)
+		if !cluster.DefaultServer.Fits(u) {
+			t.Errorf("server %d holds %+v after the decision, more than %+v", s, u, cluster.DefaultServer)
 		}
 	}
 }
 
-// TestINFlessSpare drives the spares (INFlessOptions.Spare, infless.Spares) through their life: a
+// TestINFlessSpare drives the spares (inflesspol.Options.Spare, infless.Spares) through their life: a
 // loaded function on a partly used server gets a spare in its free resources (never on an idle
 // server); the spare stays and shares R by the α-band's split; a burst whose Alg. 1 launch needs
 // the spare's room preempts it; a function that goes idle drains it.
 func TestINFlessSpare(t *testing.T) {
 	// Toy b = 1 options (+10 %): 2 threads 7.7 ms (r_up 129/s), 2 threads + 20 % 3.85 ms (259/s).
-	filler := InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Up: 300}}
-	view := func(rate float64, ins ...InstanceView) ClusterView {
-		c := cluster.New(4, DefaultServer)
+	filler := policy.InstanceLaunch{Function: 0, Server: 0, Resources: cluster.Resources{CPU: 12, GPU: 80}, Batch: 1, Bounds: infless.Bounds{Up: 300}}
+	view := func(rate float64, ins ...policy.InstanceView) policy.ClusterView {
+		c := cluster.New(4, cluster.DefaultServer)
 		for _, in := range ins {
 			if err := c.Place(in.Launch.Server, in.Launch.Resources); err != nil {
 				t.Fatal(err)
 			}
 		}
-		fv := FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
-		return ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []FunctionView{fv}}
+		fv := policy.FunctionView{Index: 0, Name: "toy", Profile: toyProfile(), SLO: 100 * time.Millisecond, Rate: rate, RateNow: rate, Arrivals: 1000, Instances: ins}
+		return policy.ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: []policy.FunctionView{fv}}
 	}
-	o := DefaultINFlessOptions()
+	o := inflesspol.DefaultOptions()
 	o.Lend = false // what is left after the spare: TestINFlessLend
-	p, err := NewINFlessCluster("", o)
+	p, err := inflesspol.New("", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := DefaultEpoch
-	core := InstanceView{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}
+	core := policy.InstanceView{ID: 1, Launch: filler, Ready: true, Resources: filler.Resources}
 
 	// 280 rps on r_up 300 (inside the band, utilisation 0.93): the fastest spare within the
 	// function's own capacity (259/s ≤ 300) in server 0's free 4 threads + 20 %.
@@ -233,7 +235,7 @@ func TestINFlessSpare(t *testing.T) {
 	if len(d.Launch) != 1 || !d.Launch[0].Spare || d.Launch[0].Server != 0 || d.Launch[0].Resources != want || len(d.Release)+len(d.Preempt) != 0 {
 		t.Fatalf("steady: launch %+v release %v preempt %v; want one spare %+v on server 0", d.Launch, d.Release, d.Preempt, want)
 	}
-	spare := InstanceView{ID: 2, Launch: d.Launch[0], Ready: true, Resources: want}
+	spare := policy.InstanceView{ID: 2, Launch: d.Launch[0], Ready: true, Resources: want}
 
 	// Next step: the spare stays and takes a share of R; the function's own instance the rest.
 	d, err = p.Control(view(280, core, spare), t0.Add(time.Second))
@@ -258,8 +260,8 @@ func TestINFlessSpare(t *testing.T) {
 		used[l.Server] = used[l.Server].Add(l.Resources)
 	}
 	for s, u := range used {
-		if !DefaultServer.Fits(u) {
-			t.Errorf("burst: server %d holds %+v after the decision, more than %+v", s, u, DefaultServer)
+		if !cluster.DefaultServer.Fits(u) {
+			t.Errorf("burst: server %d holds %+v after the decision, more than %+v", s, u, cluster.DefaultServer)
 		}
 	}
 

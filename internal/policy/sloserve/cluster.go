@@ -1,4 +1,4 @@
-package sim
+package sloserve
 
 import (
 	"fmt"
@@ -6,18 +6,20 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cluster"
-	"github.com/sloserve/sloserve/internal/planner/infless"
+	plan "github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 	"github.com/sloserve/sloserve/internal/profile"
 )
 
 // sloserve on the cluster simulator (RunCluster): INFless's setting — several functions, each
 // instance with its own ⟨b, c, g⟩ and batch queue, on a cluster of CPU+GPU servers, cost =
 // resources held. sloserve re-implements none of INFless; it calls the INFless cluster policy
-// (NewINFlessCluster: α-band dispatch and scaling §3.2, Alg. 1 + Eq. 10 placement §3.4, Release,
+// (inflesspol.New: α-band dispatch and scaling §3.2, Alg. 1 + Eq. 10 placement §3.4, Release,
 // LSTH keep-alive §3.5, per-instance batching with timeout t_slo − t_exec) and adds on top:
 //
 //   - Placement choice (sloserve's own rule; an option, off by default since INFless's policy
-//     took the share-priced Eq. 10 — see DefaultSloserveClusterOptions): Eq. 10 folds an instance's CPU threads and GPU SMs
+//     took the share-priced Eq. 10 — see DefaultClusterOptions): Eq. 10 folds an instance's CPU threads and GPU SMs
 //     into one number with β, and which β is right depends on which dimension of the servers is
 //     scarce — INFless's FLOPS β (64/142) makes CPU-only configurations look 10–30× cheaper, so
 //     Alg. 1 exhausts a server's 16 threads and strands its GPU (docs/infless.md: fragment ratio
@@ -33,7 +35,7 @@ import (
 //     queue (ssd on 4 threads: 180 ms of 200). sloserve shows Alg. 1 only the b = 1
 //     configurations predicted within Guard × SLO (b > 1 needs t_exec ≤ t_slo/2 already); a
 //     function with none keeps them all.
-//   - Queue-aware dispatch (ClusterQueueDispatch): a request goes to the ready instance with the
+//   - Queue-aware dispatch (policy.QueueDispatcher): a request goes to the ready instance with the
 //     least queued work per unit of its α-band rate, dispatch.WeightedLeastOutstanding over the
 //     queues, instead of the proportional split.
 //   - Headroom (option, default 1 = none): the rate INFless's α-band sizes for is R × Headroom.
@@ -46,11 +48,11 @@ import (
 // in its place on b > 1 instances and measured 54–67 % violations at 400–1,600 rps: it shrinks
 // Max_BS below the b whose r_up the α-band counts on, and the instance falls behind.
 
-// SloserveClusterOptions configures sloserve on the cluster simulator.
-type SloserveClusterOptions struct {
+// ClusterOptions configures sloserve on the cluster simulator.
+type ClusterOptions struct {
 	// INFless configures the INFless policy sloserve calls (α-band, Alg. 1, Release, LSTH); its
 	// placement is always the first candidate.
-	INFless INFlessOptions
+	INFless inflesspol.Options
 	// Pricings are the other Eq. 10 pricings tried at every step (each replaces INFless.Beta and
 	// INFless.Metric); empty = INFless's placement only.
 	Pricings []ClusterPricing
@@ -67,15 +69,15 @@ type SloserveClusterOptions struct {
 type ClusterPricing struct {
 	// Beta is β (0 = the run's β); Metric the form of Eq. 10.
 	Beta   float64
-	Metric infless.Metric
+	Metric plan.Metric
 }
 
 func (c ClusterPricing) String() string {
 	m := "Eq. 10"
 	switch c.Metric {
-	case infless.MetricOriginal:
+	case plan.MetricOriginal:
 		m = "CRE"
-	case infless.MetricShare:
+	case plan.MetricShare:
 		m = "share-priced Eq. 10"
 	}
 	if c.Beta == 0 {
@@ -87,20 +89,20 @@ func (c ClusterPricing) String() string {
 // DefaultSloserveGuard is MLProxy's latency guard (SLO_T = 0.8 × SLO, §2.4).
 const DefaultSloserveGuard = 0.8
 
-// GCPricing is Eq. 10 as printed at β = G/C of DefaultServer (a thread worth 1/16 of a server as a
+// GCPricing is Eq. 10 as printed at β = G/C of cluster.DefaultServer (a thread worth 1/16 of a server as a
 // GPU % is 1/100 of it): the alternative pricing of the placement choice.
-var GCPricing = ClusterPricing{Beta: float64(DefaultServer.GPU) / float64(DefaultServer.CPU)}
+var GCPricing = ClusterPricing{Beta: float64(cluster.DefaultServer.GPU) / float64(cluster.DefaultServer.CPU)}
 
-// DefaultSloserveClusterOptions returns sloserve's defaults on the cluster simulator: INFless's
-// policy with its defaults (DefaultINFlessOptions: share-priced Eq. 10, defragmentation,
+// DefaultClusterOptions returns sloserve's defaults on the cluster simulator: INFless's
+// policy with its defaults (Defaultinflesspol.Options: share-priced Eq. 10, defragmentation,
 // reclaimable lending — without lending `infless` attained 0.02–0.04 points more than sloserve
 // on the 64-server replays; with it sloserve is ahead on every INFless row), no other pricing, the 0.8 guard, queue-aware dispatch and no headroom. The placement choice
 // (Pricings: [GCPricing]) saved 14–31 % of the active servers against Eq. 10 as printed
-// (PaperINFlessOptions), but against the share-priced Eq. 10 it held 1.5–4 % more: a greedy
+// (Paperinflesspol.Options), but against the share-priced Eq. 10 it held 1.5–4 % more: a greedy
 // per-step choice between two pricings loses to the one that already packs well, so it is off.
-func DefaultSloserveClusterOptions() SloserveClusterOptions {
-	io := DefaultINFlessOptions()
-	return SloserveClusterOptions{
+func DefaultClusterOptions() ClusterOptions {
+	io := inflesspol.DefaultOptions()
+	return ClusterOptions{
 		INFless:       io,
 		Guard:         DefaultSloserveGuard,
 		Headroom:      1,
@@ -109,12 +111,12 @@ func DefaultSloserveClusterOptions() SloserveClusterOptions {
 }
 
 // Validate names the first bad field.
-func (o SloserveClusterOptions) Validate() error {
+func (o ClusterOptions) Validate() error {
 	if err := o.INFless.Validate(); err != nil {
 		return err
 	}
 	for i, p := range o.Pricings {
-		if !(p.Beta >= 0) || math.IsInf(p.Beta, 1) || (p.Metric != infless.MetricPaper && p.Metric != infless.MetricOriginal && p.Metric != infless.MetricShare) {
+		if !(p.Beta >= 0) || math.IsInf(p.Beta, 1) || (p.Metric != plan.MetricPaper && p.Metric != plan.MetricOriginal && p.Metric != plan.MetricShare) {
 			return fmt.Errorf("sloserve.pricings[%d]: need β ≥ 0 and a known metric, got %+v", i, p)
 		}
 	}
@@ -127,58 +129,58 @@ func (o SloserveClusterOptions) Validate() error {
 	return nil
 }
 
-type sloserveCluster struct {
-	o      SloserveClusterOptions
-	inner  []*inflessCluster
+type clusterPolicy struct {
+	o      ClusterOptions
+	inner  []*inflesspol.Policy
 	labels []string
 	// guarded caches each function's profile as Alg. 1 sees it, and whether the guard cut it.
 	guarded map[int]profile.INFlessProfile
 	cut     map[int]bool
 }
 
-// NewSloserveCluster returns sloserve's cluster policy (see the comment at the top of the file).
-func NewSloserveCluster(o SloserveClusterOptions) (ClusterPolicy, error) {
+// NewCluster returns sloserve's cluster policy (see the comment at the top of the file).
+func NewCluster(o ClusterOptions) (policy.Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	p := &sloserveCluster{o: o, guarded: map[int]profile.INFlessProfile{}, cut: map[int]bool{}}
+	p := &clusterPolicy{o: o, guarded: map[int]profile.INFlessProfile{}, cut: map[int]bool{}}
 	own := ClusterPricing{Beta: o.INFless.Beta, Metric: o.INFless.Metric}
 	for _, c := range append([]ClusterPricing{own}, o.Pricings...) {
 		io := o.INFless
 		io.Beta, io.Metric = c.Beta, c.Metric
-		q, err := NewINFlessCluster("infless", io)
+		q, err := inflesspol.New("infless", io)
 		if err != nil {
 			return nil, err
 		}
-		p.inner = append(p.inner, q.(*inflessCluster))
+		p.inner = append(p.inner, q.(*inflesspol.Policy))
 		p.labels = append(p.labels, c.String())
 	}
 	return p, nil
 }
 
-func (p *sloserveCluster) Name() string { return "sloserve" }
+func (p *clusterPolicy) Name() string { return "sloserve" }
 
-// DispatchByQueue implements ClusterQueueDispatch.
-func (p *sloserveCluster) DispatchByQueue() bool { return p.o.QueueDispatch }
+// DispatchByQueue implements policy.QueueDispatcher.
+func (p *clusterPolicy) DispatchByQueue() bool { return p.o.QueueDispatch }
 
-// BoundedQueues implements ClusterQueueBound, as the INFless policy it runs.
-func (p *sloserveCluster) BoundedQueues() bool { return p.o.INFless.BoundQueues }
+// BoundedQueues implements policy.QueueBounder, as the INFless policy it runs.
+func (p *clusterPolicy) BoundedQueues() bool { return p.o.INFless.BoundQueues }
 
 // Control runs INFless once per pricing on the guarded, headroom-scaled view and keeps the
 // decision with the fewest active servers.
-func (p *sloserveCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
-	fns := make([]FunctionView, len(v.Functions))
+func (p *clusterPolicy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
+	fns := make([]policy.FunctionView, len(v.Functions))
 	for i, fv := range v.Functions {
 		fv.Profile = p.guard(fv)
 		fv.Rate *= p.o.Headroom
 		fv.RateNow *= p.o.Headroom
 		fns[i] = fv
 	}
-	var best ClusterDecision
+	var best policy.ClusterDecision
 	bestK, bestA, bestU := -1, 0, 0.0
 	var active []int
 	for k, q := range p.inner {
-		w := ClusterView{Cluster: v.Cluster.Clone(), Beta: v.Beta, Functions: fns}
+		w := policy.ClusterView{Cluster: v.Cluster.Clone(), Beta: v.Beta, Functions: fns}
 		d, err := q.Control(w, now)
 		if err != nil {
 			return d, err
@@ -195,7 +197,7 @@ func (p *sloserveCluster) Control(v ClusterView, now time.Time) (ClusterDecision
 
 // guard returns fv's profile without the b = 1 points whose predicted time (with INFless's
 // offset) exceeds Guard × SLO, or the whole profile when that would leave no b = 1 point.
-func (p *sloserveCluster) guard(fv FunctionView) profile.INFlessProfile {
+func (p *clusterPolicy) guard(fv policy.FunctionView) profile.INFlessProfile {
 	if g, ok := p.guarded[fv.Index]; ok {
 		return g
 	}
@@ -227,7 +229,7 @@ func guardProfile(pr profile.INFlessProfile, limit time.Duration, offset float64
 }
 
 // reasons explains d: one line per launch and release, naming the piece.
-func (p *sloserveCluster) reasons(v ClusterView, d ClusterDecision, k int, active []int) []string {
+func (p *clusterPolicy) reasons(v policy.ClusterView, d policy.ClusterDecision, k int, active []int) []string {
 	var out []string
 	for _, l := range d.Launch {
 		fv := v.Functions[l.Function]

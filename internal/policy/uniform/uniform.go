@@ -1,4 +1,4 @@
-package sim
+package uniform
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
+	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 )
 
-// UniformOptions configures the BATCH-style uniform-batching baseline (INFless §5.1's BATCH
+// Options configures the BATCH-style uniform-batching baseline (INFless §5.1's BATCH
 // re-developed atop OpenFaaS with CPU and GPU allocations).
-type UniformOptions struct {
+type Options struct {
 	// Offset inflates predicted execution times as INFless's does, so that both run on the same
 	// latency model (+10 %). ≥ 0.
 	Offset float64
@@ -28,20 +30,20 @@ type UniformOptions struct {
 	Name string
 }
 
-// DefaultOpenFaaSOptions returns INFless §5.1's OpenFaaS+ baseline: no batching (b = 1), every
+// OpenFaaSOptions returns INFless §5.1's OpenFaaS+ baseline: no batching (b = 1), every
 // instance 2 CPU cores and 10 % GPU SMs, a fixed 300-second keep-alive, uniform scaling.
-func DefaultOpenFaaSOptions() UniformOptions {
-	return UniformOptions{Offset: infless.DefaultOffset, MaxBatch: 1, KeepAlive: 300 * time.Second,
+func OpenFaaSOptions() Options {
+	return Options{Offset: infless.DefaultOffset, MaxBatch: 1, KeepAlive: 300 * time.Second,
 		Resources: cluster.Resources{CPU: 2, GPU: 10}, Name: "openfaas+"}
 }
 
-// DefaultUniformOptions returns +10 %, b ≤ 32 and a 10-minute fixed keep-alive.
-func DefaultUniformOptions() UniformOptions {
-	return UniformOptions{Offset: infless.DefaultOffset, MaxBatch: DefaultINFlessMaxBatch, KeepAlive: keepalive.DefaultFixedKeepAlive}
+// DefaultOptions returns +10 %, b ≤ 32 and a 10-minute fixed keep-alive.
+func DefaultOptions() Options {
+	return Options{Offset: infless.DefaultOffset, MaxBatch: inflesspol.DefaultMaxBatch, KeepAlive: keepalive.DefaultFixedKeepAlive}
 }
 
 // Validate names the first bad field.
-func (o UniformOptions) Validate() error {
+func (o Options) Validate() error {
 	switch {
 	case !(o.Offset >= 0) || math.IsInf(o.Offset, 1):
 		return fmt.Errorf("uniform.offset: must be ≥ 0, got %v", o.Offset)
@@ -55,12 +57,12 @@ func (o UniformOptions) Validate() error {
 	return nil
 }
 
-type uniformCluster struct {
-	o   UniformOptions
-	fns map[int]*uniformFn
+type uniformPolicy struct {
+	o   Options
+	fns map[int]*fnState
 }
 
-type uniformFn struct {
+type fnState struct {
 	opt    infless.Option
 	ok     bool
 	recent []target // targets within the keep-alive window, a max-deque
@@ -71,28 +73,28 @@ type target struct {
 	n  int
 }
 
-// NewUniformCluster returns the BATCH-style uniform baseline for RunCluster: every instance of a
+// New returns the BATCH-style uniform baseline for RunCluster: every instance of a
 // function has the same configuration ⟨b, c, g⟩, chosen once from the function's mean rate the
 // way BATCH's optimiser minimises the cost per request — the feasible configuration with the
 // highest throughput per resource (r_up / (βc + g)) whose batch fills at the mean rate (b = 1, or
 // r_low < MeanRPS) — and the fleet is scaled uniformly: ⌈R / r_up⌉ instances, placed first-fit,
 // each released only after it was not needed for the fixed keep-alive. Requests are spread evenly
 // over the ready instances (equal weights).
-func NewUniformCluster(o UniformOptions) (ClusterPolicy, error) {
+func New(o Options) (policy.Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &uniformCluster{o: o, fns: map[int]*uniformFn{}}, nil
+	return &uniformPolicy{o: o, fns: map[int]*fnState{}}, nil
 }
 
-func (p *uniformCluster) Name() string {
+func (p *uniformPolicy) Name() string {
 	if p.o.Name != "" {
 		return p.o.Name
 	}
 	return "uniform"
 }
 
-func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
+func (p *uniformPolicy) state(fv policy.FunctionView, beta float64) *fnState {
 	if st, ok := p.fns[fv.Index]; ok {
 		return st
 	}
@@ -103,7 +105,7 @@ func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
 			bs = append(bs, b)
 		}
 	}
-	st := &uniformFn{}
+	st := &fnState{}
 	if !p.o.Resources.IsZero() {
 		res = []cluster.Resources{p.o.Resources}
 	}
@@ -124,8 +126,8 @@ func (p *uniformCluster) state(fv FunctionView, beta float64) *uniformFn {
 }
 
 // Control scales every function's uniform fleet.
-func (p *uniformCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
-	d := ClusterDecision{Weights: map[int]float64{}}
+func (p *uniformPolicy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
+	d := policy.ClusterDecision{Weights: map[int]float64{}}
 	for _, fv := range v.Functions {
 		st := p.state(fv, v.Beta)
 		if !st.ok {
@@ -154,7 +156,7 @@ func (p *uniformCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			if err := v.Cluster.Place(server, st.opt.Resources); err != nil {
 				return d, err
 			}
-			d.Launch = append(d.Launch, launchOf(fv, st.opt, server))
+			d.Launch = append(d.Launch, inflesspol.LaunchOf(fv, st.opt, server))
 		}
 		// Release the newest surplus instances first.
 		for k := len(fv.Instances) - 1; k >= 0 && alive > keep; k-- {

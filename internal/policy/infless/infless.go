@@ -1,4 +1,4 @@
-package sim
+package infless
 
 import (
 	"cmp"
@@ -9,25 +9,14 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/keepalive"
-	"github.com/sloserve/sloserve/internal/planner/infless"
+	plan "github.com/sloserve/sloserve/internal/planner/infless"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
 )
 
-// The registry's "infless" entry stays a pointer: INFless needs per-instance batch queues,
-// several functions and a cluster of CPU/GPU servers, which the shared-queue engine (Run) does
-// not model; it runs on the cluster simulator instead (RunCluster, NewINFlessCluster; see
-// docs/infless.md). Returning ErrNotImplemented keeps `sloserve sim --policy all` and the
-// conformance test skipping it.
-func init() {
-	Register("infless", "INFless: non-uniform per-instance batching, α-band dispatch, Alg. 1 placement, LSTH (cluster simulator: sim.RunCluster)",
-		func(Env) (Policy, error) {
-			return Policy{}, fmt.Errorf("infless runs on the cluster simulator (sim.RunCluster): use `sloserve sim --setting infless`: %w", ErrNotImplemented)
-		})
-}
-
-// INFlessOptions configures the INFless cluster policy; the ablations of INFless Fig. 11 are
+// Options configures the INFless cluster policy; the ablations of INFless Fig. 11 are
 // settings of it.
-type INFlessOptions struct {
+type Options struct {
 	// Alpha is the α of the dispatch band (§3.2: 0.8). In [0, 1].
 	Alpha float64
 	// Offset inflates predicted execution times (§3.3: +10 %). OP ablation: 0.5 (OP1.5) or 1.0
@@ -36,7 +25,7 @@ type INFlessOptions struct {
 	// MaxBatch caps the batch sizes explored (§5.1: ≤ 32). BB ablation: 1. ≥ 1.
 	MaxBatch int
 	// FirstFit disables resource-aware scheduling (RS ablation): the maximum-throughput
-	// configuration, first-fit (infless.Config.FirstFit), and with it Defragment.
+	// configuration, first-fit (plan.Config.FirstFit), and with it Defragment.
 	FirstFit bool
 	// ScaleDownAfter is how long case (iii) of §3.2 must hold before instances are released:
 	// INFless's autoscaler releases after 3 inactive monitor ticks of 10 s (infless-constants.json,
@@ -54,145 +43,145 @@ type INFlessOptions struct {
 	// cluster.DefaultBeta: INFless's FLOPS ratio). ≥ 0.
 	Beta float64
 	// Metric selects the form of Eq. 10's e_ij: as printed (zero value), the released
-	// scheduler's (infless.MetricOriginal) or sloserve's (infless.MetricShare, the default), which
+	// scheduler's (plan.MetricOriginal) or sloserve's (plan.MetricShare, the default), which
 	// prices resources by the server's capacity and so ignores Beta.
-	Metric infless.Metric
+	Metric plan.Metric
 	// Defragment releases a function's surplus instances on the emptiest servers first
-	// (infless.ReleaseEmptiestFirst instead of infless.Release) and, every control step without
+	// (plan.ReleaseEmptiestFirst instead of plan.Release) and, every control step without
 	// launches, empties the emptiest at most half-used server whose instances fit on fuller ones
-	// (infless.Defragment): each is relaunched there with its configuration and released once the
+	// (plan.Defragment): each is relaunched there with its configuration and released once the
 	// new one is ready. Off with FirstFit.
 	Defragment bool
 	// Predictor builds a function's latency predictor from its profile; nil means the measured
-	// profile (infless.ProfilePredictor), which combined operator profiling approximates.
-	Predictor func(p profile.INFlessProfile) infless.Predictor
+	// profile (plan.ProfilePredictor), which combined operator profiling approximates.
+	Predictor func(p profile.INFlessProfile) plan.Predictor
 	// Lend lends each active server's free resources to the instances on it every control step
-	// (infless.Lend: only profiled configurations that lower a lender's predicted t_exec) and
+	// (plan.Lend: only profiled configurations that lower a lender's predicted t_exec) and
 	// takes them back first whenever the scheduler needs room: Alg. 1, the releases and
 	// Defragment decide on the cluster without lending, and every instance's Eq. 1 bounds — so
 	// the α-band's split and scaling — stay those of its launch configuration. Lent resources
 	// count as allocated and the instance serves at the lent configuration's service time.
 	Lend bool
 	// Spare fills the free resources of the servers that host the functions' instances with spare
-	// b = 1 instances of the loaded functions (infless.Spares): they take a share of R by the
+	// b = 1 instances of the loaded functions (plan.Spares): they take a share of R by the
 	// α-band's split but are left out of its scaling, Alg. 1, the releases and Defragment, which
 	// decide on the cluster without them; a spare whose room a launch or a move needs is preempted
-	// (ClusterDecision.Preempt), one whose function goes idle or whose server no longer hosts an
+	// (policy.ClusterDecision.Preempt), one whose function goes idle or whose server no longer hosts an
 	// instance of the functions drains. Spares never make a server active.
 	Spare bool
-	// QueueCap caps the r_up of b = 1 instances with t_exec > t_slo/2 (infless.SlackLimited: Eq. 1
+	// QueueCap caps the r_up of b = 1 instances with t_exec > t_slo/2 (plan.SlackLimited: Eq. 1
 	// as printed would rule them out, and ⌊1/t_exec⌋ runs them so busy that most requests that wait
-	// miss) at their share of infless.PooledRate at the function's SLO target (FunctionView.Target),
-	// recomputed each step for the instances the function has (infless.RateBoundsTarget); Alg. 1
+	// miss) at their share of plan.PooledRate at the function's SLO target (policy.FunctionView.Target),
+	// recomputed each step for the instances the function has (plan.RateBoundsTarget); Alg. 1
 	// places for the residual with the same pooled bound.
 	QueueCap bool
-	// BoundQueues holds an instance's queue to one batch (ClusterQueueBound, INFless §3.2 Fig. 6(a)):
+	// BoundQueues holds an instance's queue to one batch (policy.QueueBounder, INFless §3.2 Fig. 6(a)):
 	// a request no ready instance has room for waits at the function, for the first instance that
 	// has, instead of queueing behind a full batch on one instance (which, for a function whose
 	// slack t_slo − t_exec is shorter than one execution, misses for every request behind it).
 	BoundQueues bool
-	// Backlog adds the function's waiting requests (FunctionView.Waiting), to be served within a
+	// Backlog adds the function's waiting requests (policy.FunctionView.Waiting), to be served within a
 	// second, to R when the function has instances: a burst that outruns its instances scales it by
 	// the backlog as well as by the new rate.
 	Backlog bool
 }
 
-// DefaultINFlessMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
-const DefaultINFlessMaxBatch = 32
+// DefaultMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
+const DefaultMaxBatch = 32
 
 // DefaultScaleDownAfter is 3 × 10 s (INFless's FunctionInactiveNum × instanceScaleMonitor interval).
 const DefaultScaleDownAfter = 30 * time.Second
 
-// DefaultINFlessOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
+// DefaultOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
-// infless.MetricShare form, Defragment, Spare and Lend, and the per-function SLO fixes of issue
-// #18 (QueueCap, BoundQueues, Backlog). PaperINFlessOptions is Eq. 10 as printed.
-func DefaultINFlessOptions() INFlessOptions {
-	o := PaperINFlessOptions()
-	o.Metric, o.Defragment, o.Lend, o.Spare = infless.MetricShare, true, true, true
+// plan.MetricShare form, Defragment, Spare and Lend, and the per-function SLO fixes of issue
+// #18 (QueueCap, BoundQueues, Backlog). PaperOptions is Eq. 10 as printed.
+func DefaultOptions() Options {
+	o := PaperOptions()
+	o.Metric, o.Defragment, o.Lend, o.Spare = plan.MetricShare, true, true, true
 	o.QueueCap, o.BoundQueues, o.Backlog = true, true, true
 	return o
 }
 
-// PaperINFlessOptions returns INFless with Eq. 10 as printed (β = the run's β, INFless's FLOPS
+// PaperOptions returns INFless with Eq. 10 as printed (β = the run's β, INFless's FLOPS
 // ratio 64/142), Release's order and no defragmentation: the placement docs/infless.md measures
 // as "infless-Eq.10".
-func PaperINFlessOptions() INFlessOptions {
-	return INFlessOptions{Alpha: infless.DefaultAlpha, Offset: infless.DefaultOffset, MaxBatch: DefaultINFlessMaxBatch, ScaleDownAfter: DefaultScaleDownAfter}
+func PaperOptions() Options {
+	return Options{Alpha: plan.DefaultAlpha, Offset: plan.DefaultOffset, MaxBatch: DefaultMaxBatch, ScaleDownAfter: DefaultScaleDownAfter}
 }
 
 // Validate names the first bad field.
-func (o INFlessOptions) Validate() error {
+func (o Options) Validate() error {
 	switch {
 	case !(o.Alpha >= 0 && o.Alpha <= 1):
-		return fmt.Errorf("infless.alpha: must be in [0, 1], got %v", o.Alpha)
+		return fmt.Errorf("plan.alpha: must be in [0, 1], got %v", o.Alpha)
 	case !(o.Offset >= 0) || math.IsInf(o.Offset, 1):
-		return fmt.Errorf("infless.offset: must be ≥ 0, got %v", o.Offset)
+		return fmt.Errorf("plan.offset: must be ≥ 0, got %v", o.Offset)
 	case o.MaxBatch < 1:
-		return fmt.Errorf("infless.max_batch: must be ≥ 1, got %d", o.MaxBatch)
+		return fmt.Errorf("plan.max_batch: must be ≥ 1, got %d", o.MaxBatch)
 	case !(o.Beta >= 0) || math.IsInf(o.Beta, 1):
-		return fmt.Errorf("infless.beta: must be ≥ 0, got %v", o.Beta)
+		return fmt.Errorf("plan.beta: must be ≥ 0, got %v", o.Beta)
 	case o.ScaleDownAfter < 0:
-		return fmt.Errorf("infless.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
+		return fmt.Errorf("plan.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
 	case o.IdleUnit < 0:
-		return fmt.Errorf("infless.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
+		return fmt.Errorf("plan.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
 	}
 	return nil
 }
 
-// inflessCluster is INFless on the cluster simulator.
-type inflessCluster struct {
+// Policy is INFless as a Cluster policy (the cluster simulator and the live controller run it).
+type Policy struct {
 	name string
-	o    INFlessOptions
-	fns  map[int]*inflessFn
+	o    Options
+	fns  map[int]*fnState
 	// moves are Defragment's relaunches whose old instance is still live.
-	moves []inflessMove
+	moves []move
 }
 
-// inflessMove is one Defragment relaunch: the old instance is released once a ready instance
+// move is one Defragment relaunch: the old instance is released once a ready instance
 // of the function runs the same launch on the target server.
-type inflessMove struct {
+type move struct {
 	fn, old int
-	to      InstanceLaunch
+	to      policy.InstanceLaunch
 	since   time.Time
 }
 
 // moveTimeout drops a move whose new instance never became ready (released by a scale-down).
 const moveTimeout = time.Minute
 
-type inflessFn struct {
-	cfg       infless.Config
-	pred      infless.Predictor
-	spareOpts []infless.Option // b = 1 options, for infless.Spares
+type fnState struct {
+	cfg       plan.Config
+	pred      plan.Predictor
+	spareOpts []plan.Option // b = 1 options, for plan.Spares
 	idle      idleTracker
 	downSince time.Time
 }
 
-// NewINFlessCluster returns the INFless policy for RunCluster: per function, the α-band (§3.2)
+// New returns the INFless policy for RunCluster: per function, the α-band (§3.2)
 // splits R over the instances (their dispatch weights) and decides the case; in case (i) Alg. 1
-// (infless.Schedule) places instances for R − R_max on the shared cluster; in case (iii), held for
-// ScaleDownAfter, infless.Release picks the instances to drain. A function with no arrivals in the
+// (plan.Schedule) places instances for R − R_max on the shared cluster; in case (iii), held for
+// ScaleDownAfter, plan.Release picks the instances to drain. A function with no arrivals in the
 // rate window keeps one instance while its keep-alive policy (LSTH) says it is loaded — and
 // pre-warms one when the pre-warm window opens — and none otherwise. With o.Defragment, releases
 // go to the emptiest servers first and one half-empty server at a time is emptied
-// (infless.Defragment).
-func NewINFlessCluster(name string, o INFlessOptions) (ClusterPolicy, error) {
+// (plan.Defragment).
+func New(name string, o Options) (policy.Cluster, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if name == "" {
 		name = "infless"
 	}
-	return &inflessCluster{name: name, o: o, fns: map[int]*inflessFn{}}, nil
+	return &Policy{name: name, o: o, fns: map[int]*fnState{}}, nil
 }
 
-func (p *inflessCluster) Name() string { return p.name }
+func (p *Policy) Name() string { return p.name }
 
-func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
+func (p *Policy) state(fv policy.FunctionView) (*fnState, error) {
 	if st, ok := p.fns[fv.Index]; ok {
 		return st, nil
 	}
-	batches, res := infless.ProfileSpace(fv.Profile)
+	batches, res := plan.ProfileSpace(fv.Profile)
 	var bs []int
 	for _, b := range batches {
 		if b <= p.o.MaxBatch {
@@ -202,7 +191,7 @@ func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
 	if len(bs) == 0 {
 		bs = []int{1}
 	}
-	pred := infless.ProfilePredictor(fv.Profile)
+	pred := plan.ProfilePredictor(fv.Profile)
 	if p.o.Predictor != nil {
 		pred = p.o.Predictor(fv.Profile)
 	}
@@ -210,11 +199,11 @@ func (p *inflessCluster) state(fv FunctionView) (*inflessFn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := infless.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric}
+	cfg := plan.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric}
 	if p.o.QueueCap {
 		cfg.Target = fv.Target
 	}
-	st := &inflessFn{
+	st := &fnState{
 		cfg:  cfg,
 		pred: pred,
 		idle: idleTracker{ka: ka, unit: cmp.Or(p.o.IdleUnit, time.Minute)},
@@ -234,8 +223,8 @@ func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) 
 }
 
 // Control applies §3.2's three cases to every function.
-func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision, error) {
-	d := ClusterDecision{Weights: map[int]float64{}}
+func (p *Policy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
+	d := policy.ClusterDecision{Weights: map[int]float64{}}
 	if p.o.Lend {
 		// Decide on the cluster without lending: lent shares are free and taken back first.
 		for _, fv := range v.Functions {
@@ -248,7 +237,7 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			}
 		}
 	}
-	var spares [][]InstanceView // by function, when o.Spare: left out of every decision below
+	var spares [][]policy.InstanceView // by function, when o.Spare: left out of every decision below
 	if p.o.Spare {
 		var err error
 		if v, spares, err = withoutSpares(v); err != nil {
@@ -287,17 +276,17 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 			continue
 		}
 		bounds := p.bounds(fv, st)
-		split := infless.Band(bounds, r, p.o.Alpha)
+		split := plan.Band(bounds, r, p.o.Alpha)
 		for k, in := range fv.Instances {
 			d.Weights[in.ID] = split.Rates[k]
 		}
 		switch {
-		case split.Scale == infless.Up:
+		case split.Scale == plan.Up:
 			st.downSince = time.Time{}
 			if err := p.schedule(&d, v, fv, st, split.Residual); err != nil {
 				return d, err
 			}
-		case split.Scale == infless.Down || r == 0:
+		case split.Scale == plan.Down || r == 0:
 			if st.downSince.IsZero() {
 				st.downSince = now
 			}
@@ -326,7 +315,7 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 	if p.defragment() {
 		p.defragmentStep(&d, v, now)
 	}
-	var kept []InstanceView
+	var kept []policy.InstanceView
 	if p.o.Spare {
 		kept = p.spareStep(&d, v, spares, rates)
 	}
@@ -338,11 +327,11 @@ func (p *inflessCluster) Control(v ClusterView, now time.Time) (ClusterDecision,
 
 // withoutSpares returns v with the spare instances (Launch.Spare) taken out of every function's
 // Instances and their launch resources freed on a copy of v.Cluster, and the spares by function.
-func withoutSpares(v ClusterView) (ClusterView, [][]InstanceView, error) {
-	spares := make([][]InstanceView, len(v.Functions))
-	fns := make([]FunctionView, len(v.Functions))
+func withoutSpares(v policy.ClusterView) (policy.ClusterView, [][]policy.InstanceView, error) {
+	spares := make([][]policy.InstanceView, len(v.Functions))
+	fns := make([]policy.FunctionView, len(v.Functions))
 	for i, fv := range v.Functions {
-		core := make([]InstanceView, 0, len(fv.Instances))
+		core := make([]policy.InstanceView, 0, len(fv.Instances))
 		for _, in := range fv.Instances {
 			if !in.Launch.Spare {
 				core = append(core, in)
@@ -363,13 +352,13 @@ func withoutSpares(v ClusterView) (ClusterView, [][]InstanceView, error) {
 // spareStep decides the spares after this step's launches, releases and moves are on v.Cluster:
 // each existing spare stays if its server still hosts one of the functions' own instances (and
 // is not being emptied by Defragment), its function's spare capacity stays within its own, the
-// function's utilisation with it is at least half of infless.SpareUtilisation (hysteresis: a
+// function's utilisation with it is at least half of plan.SpareUtilisation (hysteresis: a
 // spare is added at 0.5 and kept down to 0.25) and it still fits; else it drains (if it fits: its
-// room is not needed) or is preempted. Then infless.Spares
+// room is not needed) or is preempted. Then plan.Spares
 // fills what is left on the hosts, and every function with spares gets the α-band's split over
 // its own instances and its spares as dispatch weights (the scaling case stays the one computed
 // without them). It returns the spares that stay, for lending.
-func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][]InstanceView, rates []float64) []InstanceView {
+func (p *Policy) spareStep(d *policy.ClusterDecision, v policy.ClusterView, spares [][]policy.InstanceView, rates []float64) []policy.InstanceView {
 	released := idSet(d.Release)
 	host := map[int]bool{}
 	core := make([]float64, len(v.Functions))
@@ -394,13 +383,13 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 			}
 		}
 	}
-	keptBy := make([][]InstanceView, len(v.Functions))
+	keptBy := make([][]policy.InstanceView, len(v.Functions))
 	spareCap := make([]float64, len(v.Functions))
 	for i := range v.Functions {
 		for _, in := range spares[i] {
 			s, r := in.Launch.Server, in.Launch.Resources
 			up := in.Launch.Bounds.Up
-			want := host[s] && spareCap[i]+up <= core[i] && rates[i]/(core[i]+spareCap[i]+up) >= infless.SpareUtilisation/2
+			want := host[s] && spareCap[i]+up <= core[i] && rates[i]/(core[i]+spareCap[i]+up) >= plan.SpareUtilisation/2
 			if !v.Cluster.Free(s).Fits(r) {
 				d.Preempt = append(d.Preempt, in.ID)
 				d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: preempt instance %d of %s on server %d (its room is needed)", in.ID, v.Functions[i].Name, s))
@@ -409,7 +398,7 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 			_ = v.Cluster.Place(s, r) // fits: checked above
 			if !want {
 				d.Release = append(d.Release, in.ID)
-				d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: drain instance %d of %s (utilisation below %.2f, server without own instances, or spares above its own capacity)", in.ID, v.Functions[i].Name, infless.SpareUtilisation/2))
+				d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: drain instance %d of %s (utilisation below %.2f, server without own instances, or spares above its own capacity)", in.ID, v.Functions[i].Name, plan.SpareUtilisation/2))
 				continue
 			}
 			spareCap[i] += up
@@ -421,21 +410,21 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 		hosts = append(hosts, s)
 	}
 	slices.Sort(hosts)
-	sf := make([]infless.SpareFunction, len(v.Functions))
+	sf := make([]plan.SpareFunction, len(v.Functions))
 	for i, fv := range v.Functions {
 		st := p.fns[fv.Index]
 		if st.spareOpts == nil {
-			for _, o := range infless.Options(st.cfg, st.pred) {
+			for _, o := range plan.Options(st.cfg, st.pred) {
 				if o.Batch == 1 {
 					st.spareOpts = append(st.spareOpts, o)
 				}
 			}
 		}
-		sf[i] = infless.SpareFunction{Rate: rates[i], Core: core[i], Spare: spareCap[i], Options: st.spareOpts}
+		sf[i] = plan.SpareFunction{Rate: rates[i], Core: core[i], Spare: spareCap[i], Options: st.spareOpts}
 	}
-	for _, pl := range infless.Spares(v.Cluster, hosts, sf) {
+	for _, pl := range plan.Spares(v.Cluster, hosts, sf) {
 		fv := v.Functions[pl.Function]
-		l := launchOf(fv, pl.Option, pl.Server)
+		l := LaunchOf(fv, pl.Option, pl.Server)
 		l.Spare = true
 		d.Launch = append(d.Launch, l)
 		d.Reasons = append(d.Reasons, fmt.Sprintf("sloserve spare: %s b=1 %+v on server %d (r_up %.0f/s) in free resources", fv.Name, pl.Resources, pl.Server, pl.Bounds.Up))
@@ -444,18 +433,18 @@ func (p *inflessCluster) spareStep(d *ClusterDecision, v ClusterView, spares [][
 		if len(keptBy[i]) == 0 {
 			continue
 		}
-		var ins []InstanceView
+		var ins []policy.InstanceView
 		for _, in := range fv.Instances {
 			if !released[in.ID] {
 				ins = append(ins, in)
 			}
 		}
 		ins = append(ins, keptBy[i]...)
-		bounds := make([]infless.Bounds, len(ins))
+		bounds := make([]plan.Bounds, len(ins))
 		for k, in := range ins {
 			bounds[k] = in.Launch.Bounds
 		}
-		split := infless.Band(bounds, rates[i], p.o.Alpha)
+		split := plan.Band(bounds, rates[i], p.o.Alpha)
 		for k, in := range ins {
 			d.Weights[in.ID] = split.Rates[k]
 		}
@@ -473,7 +462,7 @@ func idSet(ids []int) map[int]bool {
 }
 
 // lent is what instance in holds beyond its launch configuration.
-func lent(in InstanceView) cluster.Resources {
+func lent(in policy.InstanceView) cluster.Resources {
 	if in.Resources.IsZero() || in.Resources == in.Launch.Resources {
 		return cluster.Resources{}
 	}
@@ -482,14 +471,14 @@ func lent(in InstanceView) cluster.Resources {
 
 // lend sets d.Lend: after the launches, releases and moves of this step are decided (and the
 // launches allocated on v.Cluster), each server's free resources are split over the instances
-// on it that stay — the functions' own and the spares kept — (infless.Lend, weighted by their
+// on it that stay — the functions' own and the spares kept — (plan.Lend, weighted by their
 // dispatch rates this step).
-func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView, spares []InstanceView) {
+func (p *Policy) lend(d *policy.ClusterDecision, v policy.ClusterView, spares []policy.InstanceView) {
 	d.Lend = map[int]cluster.Resources{}
 	released := idSet(d.Release)
-	lenders, ids := map[int][]infless.Lender{}, map[int][]int{} // by server, in the same order
+	lenders, ids := map[int][]plan.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
-	var stay []InstanceView // the functions' own instances in order, then the spares kept
+	var stay []policy.InstanceView // the functions' own instances in order, then the spares kept
 	for _, fv := range v.Functions {
 		stay = append(stay, fv.Instances...)
 	}
@@ -503,13 +492,13 @@ func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView, spares []Instan
 		if _, ok := lenders[s]; !ok {
 			servers = append(servers, s)
 		}
-		lenders[s] = append(lenders[s], infless.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
+		lenders[s] = append(lenders[s], plan.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
 			Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
 		ids[s] = append(ids[s], in.ID)
 	}
 	for _, s := range servers {
 		ls := lenders[s]
-		for k, r := range infless.Lend(v.Cluster.Free(s), v.Cluster.Capacity(s), ls) {
+		for k, r := range plan.Lend(v.Cluster.Free(s), v.Cluster.Capacity(s), ls) {
 			if r != ls[k].Base {
 				d.Lend[ids[s][k]] = r
 			}
@@ -517,27 +506,27 @@ func (p *inflessCluster) lend(d *ClusterDecision, v ClusterView, spares []Instan
 	}
 }
 
-func (p *inflessCluster) defragment() bool { return p.o.Defragment && !p.o.FirstFit }
+func (p *Policy) defragment() bool { return p.o.Defragment && !p.o.FirstFit }
 
-// release picks the instances to drain in case (iii): infless.Release, or with Defragment
-// infless.ReleaseEmptiestFirst by the allocated share of each instance's server.
-func (p *inflessCluster) release(v ClusterView, fv FunctionView, bounds []infless.Bounds, r float64) []int {
+// release picks the instances to drain in case (iii): plan.Release, or with Defragment
+// plan.ReleaseEmptiestFirst by the allocated share of each instance's server.
+func (p *Policy) release(v policy.ClusterView, fv policy.FunctionView, bounds []plan.Bounds, r float64) []int {
 	if !p.defragment() {
-		return infless.Release(bounds, r)
+		return plan.Release(bounds, r)
 	}
 	fill := make([]float64, len(fv.Instances))
 	for k, in := range fv.Instances {
-		fill[k] = infless.Share(v.Cluster.Used(in.Launch.Server), v.Cluster.Capacity(in.Launch.Server))
+		fill[k] = plan.Share(v.Cluster.Used(in.Launch.Server), v.Cluster.Capacity(in.Launch.Server))
 	}
-	return infless.ReleaseEmptiestFirst(bounds, r, fill)
+	return plan.ReleaseEmptiestFirst(bounds, r, fill)
 }
 
 // defragmentStep finishes the moves whose new instance is ready (releasing the old one) and, when
-// no move is in flight and nothing was launched this step, starts infless.Defragment's next moves:
+// no move is in flight and nothing was launched this step, starts plan.Defragment's next moves:
 // it launches each moved instance's configuration on its target (allocating on v.Cluster).
-func (p *inflessCluster) defragmentStep(d *ClusterDecision, v ClusterView, now time.Time) {
+func (p *Policy) defragmentStep(d *policy.ClusterDecision, v policy.ClusterView, now time.Time) {
 	released := idSet(d.Release)
-	live := map[int]InstanceView{}
+	live := map[int]policy.InstanceView{}
 	fnOf := map[int]int{}
 	for fi, fv := range v.Functions {
 		for _, in := range fv.Instances {
@@ -571,33 +560,33 @@ func (p *inflessCluster) defragmentStep(d *ClusterDecision, v ClusterView, now t
 	if len(p.moves) > 0 || len(d.Launch) > 0 {
 		return
 	}
-	var rs []infless.Resident
+	var rs []plan.Resident
 	for _, fv := range v.Functions {
 		for _, in := range fv.Instances {
-			rs = append(rs, infless.Resident{ID: in.ID, Server: in.Launch.Server, Resources: in.Launch.Resources,
+			rs = append(rs, plan.Resident{ID: in.ID, Server: in.Launch.Server, Resources: in.Launch.Resources,
 				Movable: in.Ready && !moving[in.ID] && !released[in.ID]})
 		}
 	}
-	for _, mv := range infless.Defragment(v.Cluster, rs, infless.DefaultDefragmentShare) {
+	for _, mv := range plan.Defragment(v.Cluster, rs, plan.DefaultDefragmentShare) {
 		l := live[mv.ID].Launch
 		l.Server = mv.To
 		if err := v.Cluster.Place(mv.To, l.Resources); err != nil {
 			return // Defragment checked the room on the same cluster; cannot happen
 		}
 		d.Launch = append(d.Launch, l)
-		p.moves = append(p.moves, inflessMove{fn: fnOf[mv.ID], old: mv.ID, to: l, since: now})
+		p.moves = append(p.moves, move{fn: fnOf[mv.ID], old: mv.ID, to: l, since: now})
 	}
 }
 
 // bounds are the Eq. 1 bounds of fv's instances, with the SlackLimited ones' r_up at their share
-// of infless.PooledRate over all of them (infless.RateBoundsTarget at the function's target): the
+// of plan.PooledRate over all of them (plan.RateBoundsTarget at the function's target): the
 // cap depends on how many there are, so it is recomputed every step rather than kept from launch.
-func (p *inflessCluster) bounds(fv FunctionView, st *inflessFn) []infless.Bounds {
-	bounds := make([]infless.Bounds, len(fv.Instances))
+func (p *Policy) bounds(fv policy.FunctionView, st *fnState) []plan.Bounds {
+	bounds := make([]plan.Bounds, len(fv.Instances))
 	pool := 0
 	for k, in := range fv.Instances {
 		bounds[k] = in.Launch.Bounds
-		if st.cfg.Target > 0 && infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+		if st.cfg.Target > 0 && plan.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
 			pool++
 		}
 	}
@@ -605,15 +594,15 @@ func (p *inflessCluster) bounds(fv FunctionView, st *inflessFn) []infless.Bounds
 		return bounds
 	}
 	type capped struct {
-		b  infless.Bounds
+		b  plan.Bounds
 		ok bool
 	}
 	byExec := map[time.Duration]capped{} // instances share a few configurations
 	for k, in := range fv.Instances {
-		if infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+		if plan.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
 			c, seen := byExec[in.Launch.Exec]
 			if !seen {
-				c.b, c.ok = infless.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
+				c.b, c.ok = plan.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
 				byExec[in.Launch.Exec] = c
 			}
 			if c.ok {
@@ -624,34 +613,34 @@ func (p *inflessCluster) bounds(fv FunctionView, st *inflessFn) []infless.Bounds
 	return bounds
 }
 
-// pool counts fv's SlackLimited instances (infless.Config.Pool).
-func pool(fv FunctionView) int {
+// pool counts fv's SlackLimited instances (plan.Config.Pool).
+func pool(fv policy.FunctionView) int {
 	n := 0
 	for _, in := range fv.Instances {
-		if infless.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
+		if plan.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
 			n++
 		}
 	}
 	return n
 }
 
-func (p *inflessCluster) schedule(d *ClusterDecision, v ClusterView, fv FunctionView, st *inflessFn, residual float64) error {
+func (p *Policy) schedule(d *policy.ClusterDecision, v policy.ClusterView, fv policy.FunctionView, st *fnState, residual float64) error {
 	st.cfg.Pool = pool(fv)
-	res, err := infless.Schedule(v.Cluster, residual, st.cfg, st.pred)
+	res, err := plan.Schedule(v.Cluster, residual, st.cfg, st.pred)
 	if err != nil {
 		return fmt.Errorf("function %s: %w", fv.Name, err)
 	}
 	for _, pl := range res.Placements {
-		d.Launch = append(d.Launch, launchOf(fv, pl.Option, pl.Server))
+		d.Launch = append(d.Launch, LaunchOf(fv, pl.Option, pl.Server))
 	}
 	return nil
 }
 
-// launchOf builds the launch of option o on server for fv; the batch timeout is t_slo − t_exec
+// LaunchOf builds the launch of option o on server for fv; the batch timeout is t_slo − t_exec
 // (INFless's estimator: batch_timeout = SLO − exec), so that a full wait plus a predicted
 // execution meets the SLO.
-func launchOf(fv FunctionView, o infless.Option, server int) InstanceLaunch {
-	return InstanceLaunch{Function: fv.Index, Server: server, Resources: o.Resources, Batch: o.Batch,
+func LaunchOf(fv policy.FunctionView, o plan.Option, server int) policy.InstanceLaunch {
+	return policy.InstanceLaunch{Function: fv.Index, Server: server, Resources: o.Resources, Batch: o.Batch,
 		Timeout: max(fv.SLO-o.Exec, 0), Exec: o.Exec, Bounds: o.Bounds}
 }
 
@@ -698,5 +687,5 @@ func (t *idleTracker) loaded(now time.Time) bool {
 	return t.win.Loaded(now.Sub(t.lastEnd))
 }
 
-// BoundedQueues implements ClusterQueueBound.
-func (p *inflessCluster) BoundedQueues() bool { return p.o.BoundQueues }
+// BoundedQueues implements policy.QueueBounder.
+func (p *Policy) BoundedQueues() bool { return p.o.BoundQueues }

@@ -1,0 +1,9 @@
+// Package builtin registers every policy sloserve ships with policy.Register: a program that
+// builds policies by name (the serving stack, the simulator, the command line) imports it once.
+package builtin
+
+import (
+	_ "github.com/sloserve/sloserve/internal/policy/infless"  // infless and its ablations
+	_ "github.com/sloserve/sloserve/internal/policy/sloserve" // sloserve
+	_ "github.com/sloserve/sloserve/internal/policy/uniform"  // uniform, openfaas+
+)
