@@ -16,6 +16,8 @@ type Port string
 const (
 	// PortCluster: Cluster — the instances of several functions on one cluster of servers.
 	PortCluster Port = "cluster"
+	// PortModel: Model — one model's VM fleet, shared queue, routing and serverless tier.
+	PortModel Port = "model"
 )
 
 // Needs are capability flags: what a world must provide for a policy to run in it. A world
@@ -31,7 +33,8 @@ const (
 
 // Spec registers one policy.
 type Spec struct {
-	// Name is the policy's name in configuration files, flags and Summaries; unique.
+	// Name is the policy's name in configuration files, flags and Summaries; unique per port (one
+	// package may register the same name on several ports: one composition, several worlds).
 	Name string
 	// Doc is one line: what the policy is, naming its paper and section.
 	Doc string
@@ -42,9 +45,10 @@ type Spec struct {
 	// Options returns a pointer to the policy's default options — the one schema that serve and
 	// sim configurations decode into; nil when the policy has none.
 	Options func() any
-	// New builds one policy for one run from options as Options returned them (possibly
-	// changed by a decoder); nil options means the defaults.
-	New func(options any) (any, error)
+	// New builds one policy for one run in world env, from options as Options returned them
+	// (possibly changed by a decoder); nil options means the defaults, or what env.Decode
+	// decodes.
+	New func(env Env, options any) (any, error)
 }
 
 // ErrUnknown is returned for a name nobody registered.
@@ -52,8 +56,13 @@ var ErrUnknown = errors.New("unknown policy")
 
 var registry = struct {
 	sync.RWMutex
-	specs map[string]Spec
-}{specs: map[string]Spec{}}
+	specs map[key]Spec
+}{specs: map[key]Spec{}}
+
+type key struct {
+	port Port
+	name string
+}
 
 // Register adds a policy. It panics on an empty or duplicate name, no port, or no New: a
 // registration is code, checked by every test that imports the package.
@@ -63,17 +72,18 @@ func Register(s Spec) {
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	if _, dup := registry.specs[s.Name]; dup {
-		panic(fmt.Sprintf("policy.Register: %q registered twice", s.Name))
+	k := key{s.Port, s.Name}
+	if _, dup := registry.specs[k]; dup {
+		panic(fmt.Sprintf("policy.Register: %s policy %q registered twice", s.Port, s.Name))
 	}
-	registry.specs[s.Name] = s
+	registry.specs[k] = s
 }
 
-// Lookup returns the policy registered under name.
-func Lookup(name string) (Spec, bool) {
+// Lookup returns the policy of port registered under name.
+func Lookup(port Port, name string) (Spec, bool) {
 	registry.RLock()
 	defer registry.RUnlock()
-	s, ok := registry.specs[name]
+	s, ok := registry.specs[key{port, name}]
 	return s, ok
 }
 
@@ -82,16 +92,16 @@ func Names(port Port) []string {
 	registry.RLock()
 	defer registry.RUnlock()
 	var out []string
-	for n, s := range registry.specs {
-		if s.Port == port {
-			out = append(out, n)
+	for k := range registry.specs {
+		if k.port == port {
+			out = append(out, k.name)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Specs returns every registration, sorted by name.
+// Specs returns every registration, sorted by port and name.
 func Specs() []Spec {
 	registry.RLock()
 	defer registry.RUnlock()
@@ -99,17 +109,22 @@ func Specs() []Spec {
 	for _, s := range registry.specs {
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Spec) int {
+		if c := strings.Compare(string(a.Port), string(b.Port)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	return out
 }
 
-// build looks name up for port and builds it with options (nil: the defaults).
-func build(port Port, name string, options any) (any, error) {
-	s, ok := Lookup(name)
-	if !ok || s.Port != port {
+// build looks name up for port and builds it in env with options (nil: the defaults).
+func build(port Port, name string, env Env, options any) (any, error) {
+	s, ok := Lookup(port, name)
+	if !ok {
 		return nil, fmt.Errorf("%s policy %q: %w (have %v)", port, name, ErrUnknown, Names(port))
 	}
-	p, err := s.New(options)
+	p, err := s.New(env, options)
 	if err != nil {
 		return nil, fmt.Errorf("%s policy %q: %w", port, name, err)
 	}
@@ -118,7 +133,7 @@ func build(port Port, name string, options any) (any, error) {
 
 // NewCluster builds the Cluster policy registered under name, with options (nil: its defaults).
 func NewCluster(name string, options any) (Cluster, error) {
-	p, err := build(PortCluster, name, options)
+	p, err := build(PortCluster, name, Env{}, options)
 	if err != nil {
 		return nil, err
 	}
@@ -142,4 +157,30 @@ func OptionsAs[T any](name string, options any, defaults func() T) (T, error) {
 	}
 	var zero T
 	return zero, fmt.Errorf("policy %q: options of type %T, want %T", name, options, zero)
+}
+
+// NewModel builds the Model policy registered under name for the world env; its options come
+// from env.Decode (the configuration's policies.<name> section) or are the defaults.
+func NewModel(name string, env Env) (Model, error) {
+	p, err := build(PortModel, name, env, nil)
+	if err != nil {
+		return Model{}, err
+	}
+	m, ok := p.(Model)
+	if !ok {
+		return Model{}, fmt.Errorf("model policy %q: New returned %T, not a policy.Model", name, p)
+	}
+	m.Name = name
+	return m, nil
+}
+
+// ModelFactory adapts a model policy's constructor to Spec.New.
+func ModelFactory(f func(env Env) (Model, error)) func(Env, any) (any, error) {
+	return func(env Env, _ any) (any, error) {
+		m, err := f(env)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 }

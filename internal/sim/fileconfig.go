@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -111,7 +112,7 @@ func ParseFileConfig(r io.Reader) (*FileConfig, error) {
 		return nil, fmt.Errorf("parse sim config: %w", err)
 	}
 	for name := range c.Policies {
-		if _, ok := registry[name]; !ok {
+		if _, ok := policy.Lookup(policy.PortModel, name); !ok {
 			return nil, fmt.Errorf("policies.%s: %w (have %v)", name, ErrUnknownPolicy, Names())
 		}
 	}
@@ -198,7 +199,7 @@ func (c *FileConfig) Decoder(policy string) func(v any) error {
 			return fmt.Errorf("policies.%s: %w", policy, err)
 		}
 		if r, ok := v.(pathResolver); ok {
-			r.resolvePaths(c.path)
+			r.ResolvePaths(c.path)
 		}
 		return nil
 	}
@@ -207,7 +208,7 @@ func (c *FileConfig) Decoder(policy string) func(v any) error {
 // pathResolver is implemented by policy options that name files: relative paths in a config
 // file are relative to the file's directory.
 type pathResolver interface {
-	resolvePaths(resolve func(string) string)
+	ResolvePaths(resolve func(string) string)
 }
 
 // LoadModel builds the model profile the file describes (DefaultModel when it names none).

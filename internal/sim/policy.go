@@ -1,199 +1,62 @@
 package sim
 
 import (
-	"errors"
-	"fmt"
-	"sort"
-	"time"
-
-	"github.com/sloserve/sloserve/internal/autoscale"
-	"github.com/sloserve/sloserve/internal/batching"
-	"github.com/sloserve/sloserve/internal/cost"
-	"github.com/sloserve/sloserve/internal/dispatch"
-	"github.com/sloserve/sloserve/internal/profile"
-	"github.com/sloserve/sloserve/internal/provider"
-	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/policy"
+	_ "github.com/sloserve/sloserve/internal/policy/builtin" // the registry's policies
 )
 
-// Policy is one serving strategy as the simulator runs it: a bundle of pure decision objects that
-// the live runtime drives too. The engine owns every Policy it is given and calls its parts from
-// one goroutine.
-//
-// Adding a policy is one file, internal/sim/policy_<name>.go, whose init calls Register with a
-// Factory that fills in this struct (see policy_fixed.go for the smallest example and
-// docs/sim.md, "Adding a policy"). The engine never changes for a new policy.
-type Policy struct {
-	// Name is the registered name.
-	Name string
-	// Scaler decides the VM fleet: asked at every sampling boundary (Config.SamplePeriod) and at
-	// the Next time it returns. Nil means the policy has no VM tier.
-	Scaler autoscale.Scaler
-	// Initial lists VM instances that are ready when the run starts (a warmed-up fleet).
-	Initial []provider.Spec
-	// Batching decides the VM tier's shared queue (nil: dispatch one request at a time as soon as
-	// a slot is free). An instance whose Spec.MaxBatch is set never gets a larger batch.
-	Batching batching.Policy
-	// Router decides per request which tier serves it, or rejects it. Nil routes everything to the
-	// VM tier when Scaler is set, else to the serverless tier.
-	Router Router
-	// Dispatcher picks the instance a VM batch goes to (internal/dispatch, the gateway's picks);
-	// nil means dispatch.DefaultName. The snapshot lists ready instances with a free slot in
-	// launch order; Weight is the instance's capacity at batch 1 in requests per second.
-	Dispatcher dispatch.Picker
-	// Serverless configures the serverless tier; nil means the policy does not use one.
-	Serverless *Serverless
-}
-
-// Serverless is a policy's configuration of the serverless tier.
-type Serverless struct {
-	// MemoryMB is each function instance's memory, in MB (clamped to the catalog's range).
-	MemoryMB int
-	// Batching decides the serverless tier's queue (nil: one request per invocation, at once).
-	Batching batching.Policy
-	// KeepAlive overrides the catalog's keep-alive of idle function instances; 0 = catalog's.
-	KeepAlive time.Duration
-}
-
-// Route is a routing decision for one request.
-type Route uint8
+// The simulator's single-model engine (Run) drives policy.Model, the model port of the one
+// policy registry (internal/policy): the registrations of policy/builtin. These names keep the
+// engine's call sites short.
+type (
+	// Policy is policy.Model.
+	Policy = policy.Model
+	// Env is policy.Env.
+	Env = policy.Env
+	// LoadStats is policy.LoadStats.
+	LoadStats = policy.LoadStats
+	// Request is policy.Request.
+	Request = policy.Request
+	// TierView is policy.TierView.
+	TierView = policy.TierView
+	// Route is policy.Route.
+	Route = policy.Route
+	// Serverless is policy.Serverless.
+	Serverless = policy.Serverless
+)
 
 // The routes.
 const (
-	RouteVM Route = iota
-	RouteServerless
-	RouteReject
+	RouteVM         = policy.RouteVM
+	RouteServerless = policy.RouteServerless
+	RouteReject     = policy.RouteReject
 )
 
-// Request is what a Router knows about one arriving request.
-type Request struct {
-	Arrival, Deadline time.Time
-}
+// ErrNotImplemented is policy.ErrNotImplemented.
+var ErrNotImplemented = policy.ErrNotImplemented
 
-// TierView is the VM tier's state as the engine sees it when a request arrives.
-type TierView struct {
-	// QueueLen is the number of requests waiting in the VM queue.
-	QueueLen int
-	// Ready is the number of ready instances; Slots their total slots; FreeSlots the idle ones.
-	Ready, Slots, FreeSlots int
-	// MaxBatch is the VM batching policy's current largest batch.
-	MaxBatch int
-	// BatchTime is the service time of a MaxBatch batch on the slowest ready instance type
-	// (0 when none is ready).
-	BatchTime time.Duration
-}
+// ErrUnknownPolicy is policy.ErrUnknown.
+var ErrUnknownPolicy = policy.ErrUnknown
 
-// Backlog estimates how long a request admitted now waits before its batch starts service:
-// the queue ahead of it drains MaxBatch requests per BatchTime per slot. It is +Inf-like
-// (1<<62) when nothing is ready.
-func (v TierView) Backlog() time.Duration {
-	if v.Slots == 0 || v.BatchTime == 0 {
-		return 1 << 62
-	}
-	if v.FreeSlots > 0 && v.QueueLen < v.FreeSlots*max(v.MaxBatch, 1) {
-		return 0
-	}
-	rounds := (v.QueueLen/max(v.MaxBatch, 1))/v.Slots + 1
-	return time.Duration(rounds) * v.BatchTime
-}
-
-// Router decides which tier serves a request (MArk's Bouncer is one). Implementations are pure.
-type Router interface {
-	Route(r Request, v TierView, now time.Time) Route
-}
-
-// RouterFunc adapts a function to Router.
-type RouterFunc func(r Request, v TierView, now time.Time) Route
-
-// Route calls f.
-func (f RouterFunc) Route(r Request, v TierView, now time.Time) Route { return f(r, v, now) }
-
-// Env is what a Factory receives to build a policy for one run.
-type Env struct {
-	// Catalog is the virtual cloud's catalog.
-	Catalog *cost.Catalog
-	// Model is the served model's profile.
-	Model profile.Model
-	// SLO is the run's latency objective.
-	SLO slo.Spec
-	// Load summarises the trace (policies that provision statically size for it).
-	Load LoadStats
-	// Decode decodes the policy's own options (the config's policies.<name> section) into v;
-	// it leaves v untouched when the section is absent and rejects unknown fields.
-	Decode func(v any) error
-}
-
-// LoadStats summarises a trace's request rate.
-type LoadStats struct {
-	// MeanRPS is the mean rate and PeakRPS the highest one-minute rate, requests per second.
-	MeanRPS, PeakRPS float64
-}
-
-// decode calls e.Decode when set.
-func (e Env) decode(v any) error {
-	if e.Decode == nil {
-		return nil
-	}
-	return e.Decode(v)
-}
-
-// Factory builds a fresh Policy for one run (policies keep state, so runs never share one).
-type Factory func(env Env) (Policy, error)
-
-type registration struct {
-	summary string
-	factory Factory
-}
-
-// registry holds the policies registered by the policy_<name>.go files' init functions. It is
-// written only during package initialisation and read-only afterwards.
-var registry = map[string]registration{}
-
-// Register adds a policy; it is called from an init function and panics on a duplicate name
-// (a programming error caught by every test run).
-func Register(name, summary string, f Factory) {
-	if _, dup := registry[name]; dup {
-		panic("sim: policy " + name + " registered twice")
-	}
-	registry[name] = registration{summary: summary, factory: f}
-}
-
-// ErrNotImplemented is returned by the factories of policies this engine cannot run: infless
-// and cocktail run on their own simulators (RunCluster, RunEnsemble), and the error says how.
-var ErrNotImplemented = errors.New("not available in the single-model engine")
-
-// ErrUnknownPolicy is returned by New for a name nobody registered.
-var ErrUnknownPolicy = errors.New("unknown policy")
-
-// New builds the named policy.
+// New builds the named model policy from the registry for env; a zero env.Start is the
+// simulator's epoch (DefaultEpoch).
 func New(name string, env Env) (Policy, error) {
-	r, ok := registry[name]
-	if !ok {
-		return Policy{}, fmt.Errorf("policy %q: %w (have %v)", name, ErrUnknownPolicy, Names())
+	if env.Start.IsZero() {
+		env.Start = DefaultEpoch
 	}
-	p, err := r.factory(env)
-	if err != nil {
-		return Policy{}, fmt.Errorf("policy %s: %w", name, err)
-	}
-	p.Name = name
-	return p, nil
+	return policy.NewModel(name, env)
 }
 
-// Names returns the registered policy names, sorted.
-func Names() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+// Names returns the registered model policies' names, sorted.
+func Names() []string { return policy.Names(policy.PortModel) }
+
+// Summary returns the one-line description a model policy registered with.
+func Summary(name string) string {
+	s, _ := policy.Lookup(policy.PortModel, name)
+	return s.Doc
 }
 
-// Summary returns the one-line description a policy registered with.
-func Summary(name string) string { return registry[name].summary }
-
-// notImplemented is the factory of a placeholder policy.
-func notImplemented(name string) Factory {
-	return func(Env) (Policy, error) {
-		return Policy{}, fmt.Errorf("%s: %w (see docs/sim.md, \"Adding a policy\")", name, ErrNotImplemented)
-	}
+// Register registers a model policy built by f (policy.Register with PortModel).
+func Register(name, summary string, f func(Env) (Policy, error)) {
+	policy.Register(policy.Spec{Name: name, Doc: summary, Port: policy.PortModel, New: policy.ModelFactory(f)})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchpol "github.com/sloserve/sloserve/internal/policy/batch"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -42,7 +43,7 @@ func TestBatchPolicyBeatsLambda(t *testing.T) {
 		env := Env{Model: model, SLO: cfg.SLO}
 		if name == "batch" {
 			env.Decode = func(v any) error {
-				o := v.(*BatchOptions)
+				o := v.(*batchpol.Options)
 				o.Window, o.Period = 10*time.Minute, 10*time.Minute
 				return nil
 			}
@@ -159,10 +160,10 @@ func TestBatchPolicyPinAndPlans(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		pin  BatchPin
-	}{{"online", BatchPin{}}, {"pinned", BatchPin{MaxBatch: 7, Timeout: 150 * time.Millisecond}}} {
+		pin  batchpol.Pin
+	}{{"online", batchpol.Pin{}}, {"pinned", batchpol.Pin{MaxBatch: 7, Timeout: 150 * time.Millisecond}}} {
 		_, res := runBatchAcceptance(t, func(v any) error {
-			v.(*BatchOptions).Pin = tc.pin
+			v.(*batchpol.Options).Pin = tc.pin
 			return nil
 		})
 		s := res.Summary

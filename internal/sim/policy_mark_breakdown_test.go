@@ -12,6 +12,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/planner"
+	markpol "github.com/sloserve/sloserve/internal/policy/mark"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -24,7 +25,7 @@ import (
 // the planner's own mix (Alg. 1 with the single-type guard), launched instantly with no launch
 // overhead and billed for that minute only.
 type markBreakdown struct {
-	m        *markPolicy
+	m        *markpol.Policy
 	price    map[string]float64
 	last     time.Time
 	lastSeen time.Time
@@ -58,7 +59,7 @@ func (b *markBreakdown) Scale(s autoscale.Snapshot, now time.Time) autoscale.Dec
 			}
 		}
 		surplus := map[string]bool{}
-		if p, err := planner.Schedule(b.m.types, running, planner.Forecast{Start: b.m.mon.UnitStart(), Step: b.m.unit, Rates: b.m.Forecast()}, b.m.PlannerConfig(), now); err == nil {
+		if p, err := planner.Schedule(b.m.Types(), running, planner.Forecast{Start: b.m.Monitor().UnitStart(), Step: b.m.Unit(), Rates: b.m.Forecast()}, b.m.PlannerConfig(), now); err == nil {
 			for _, id := range p.Surplus {
 				surplus[id] = true
 			}
@@ -96,7 +97,7 @@ func (b *markBreakdown) closeMinute() {
 		b.win[i] = 0
 	}
 	// Free launches: no launch overhead (a nanosecond's rent) and no cool-down.
-	types := append([]planner.InstanceType(nil), b.m.types...)
+	types := append([]planner.InstanceType(nil), b.m.Types()...)
 	for i := range types {
 		types[i].LaunchDelay = time.Nanosecond
 	}
@@ -159,7 +160,7 @@ func TestMarkCostBreakdown(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b := &markBreakdown{m: p.Scaler.(*markPolicy), price: map[string]float64{}, cost: map[string]float64{}, launches: map[string]int{}}
+				b := &markBreakdown{m: p.Scaler.(*markpol.Policy), price: map[string]float64{}, cost: map[string]float64{}, launches: map[string]int{}}
 				for _, it := range cat.Types {
 					b.price[it.Name] = it.PricePerHour
 					b.price[it.Name+"/spot"] = it.SpotPricePerHour

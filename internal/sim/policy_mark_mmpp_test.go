@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/sloserve/sloserve/internal/forecast"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
-	"gopkg.in/yaml.v3"
 )
 
 // MArk §5.2's MMPP load (Fig. 8): "random and bursty … highly unpredictable, as the occurrence

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/forecast"
 	"gopkg.in/yaml.v3"
+
+	"github.com/sloserve/sloserve/internal/forecast"
+	markpol "github.com/sloserve/sloserve/internal/policy/mark"
 )
 
 // halfForecaster is a forecast that is wrong on purpose: half of the last unit's peak.
@@ -41,7 +43,7 @@ func TestMarkReactiveRecoversWrongForecast(t *testing.T) {
 		Decode: func(v any) error {
 			return yaml.Unmarshal([]byte("types: [c5.large]\nmemory_mb: 128\nslo_monitor: {launch: 2, cool_down: 2m}"), v)
 		}}
-	p, err := newMarkWith(env, &halfForecaster{})
+	p, err := markpol.NewWith(env, &halfForecaster{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +107,9 @@ func TestMarkForecastModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, ok := p.Scaler.(*markPolicy).fc.(*forecast.LSTM)
+	l, ok := p.Scaler.(*markpol.Policy).Forecaster().(*forecast.LSTM)
 	if !ok || l.Trained() != 5 {
-		t.Fatalf("forecaster %T, want the pre-trained LSTM (5 steps)", p.Scaler.(*markPolicy).fc)
+		t.Fatalf("forecaster %T, want the pre-trained LSTM (5 steps)", p.Scaler.(*markpol.Policy).Forecaster())
 	}
 	for _, tc := range []struct{ name, opts string }{
 		{"missing file", "forecast_model: " + filepath.Join(dir, "nope.json")},

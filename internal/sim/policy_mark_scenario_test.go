@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/trace"
-	"gopkg.in/yaml.v3"
 )
 
 // scenario is the outcome of one MArk §5.3 microbenchmark run (Fig. 9).

@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/sloserve/sloserve/internal/autoscale"
+	markscale "github.com/sloserve/sloserve/internal/autoscale/mark"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
-	"gopkg.in/yaml.v3"
 )
 
 // markTestModel is Inception-v3 as MArk's implementation measured it (mark-constants.json,
@@ -191,8 +193,8 @@ func TestMarkScalerInterruption(t *testing.T) {
 			if spot == 0 {
 				t.Errorf("re-plan launched no replacement; decision %+v", d)
 			}
-			if d.Reason != markReasonSpot {
-				t.Errorf("Reason = %q, want %q", d.Reason, markReasonSpot)
+			if d.Reason != markscale.ReasonSpot {
+				t.Errorf("Reason = %q, want %q", d.Reason, markscale.ReasonSpot)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	slopol "github.com/sloserve/sloserve/internal/policy/sloserve"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -102,16 +103,16 @@ func TestSloserveOnBatchSetting(t *testing.T) {
 // TestSloserveReferenceOptionsValidate: reference and service_cv are checked.
 func TestSloserveReferenceOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
-		mod  func(*SloserveOptions)
+		mod  func(*slopol.Options)
 		want bool
 	}{
-		{func(*SloserveOptions) {}, true},
-		{func(o *SloserveOptions) { o.Serverless.Reference = ReferenceNone }, true},
-		{func(o *SloserveOptions) { o.Serverless.Reference = "mark" }, false},
-		{func(o *SloserveOptions) { o.Serverless.ServiceCV = 0 }, false},
-		{func(o *SloserveOptions) { o.Serverless.ServiceCV = 2.5 }, false},
+		{func(*slopol.Options) {}, true},
+		{func(o *slopol.Options) { o.Serverless.Reference = slopol.ReferenceNone }, true},
+		{func(o *slopol.Options) { o.Serverless.Reference = "mark" }, false},
+		{func(o *slopol.Options) { o.Serverless.ServiceCV = 0 }, false},
+		{func(o *slopol.Options) { o.Serverless.ServiceCV = 2.5 }, false},
 	} {
-		o := DefaultSloserveOptions(Env{})
+		o := slopol.DefaultOptions(Env{})
 		tc.mod(&o)
 		if err := o.Validate(); (err == nil) != tc.want {
 			t.Errorf("reference %q service_cv %v: %v, want ok %v", o.Serverless.Reference, o.Serverless.ServiceCV, err, tc.want)

@@ -2,15 +2,11 @@ package sim
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/autoscale"
-	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/profile"
-	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -27,138 +23,17 @@ func testCurve(t *testing.T, ms map[int]float64) profile.Curve {
 	return c
 }
 
-func newSloserveFor(t *testing.T, m profile.Model, spec slo.Spec, load LoadStats) (Policy, *sloservePolicy) {
-	t.Helper()
-	cat := cost.DefaultCatalog()
-	p, err := New("sloserve", Env{Catalog: &cat, Model: m, SLO: spec, Load: load})
-	if err != nil {
-		t.Fatalf("New(sloserve): %v", err)
-	}
-	s, _ := p.Scaler.(*sloservePolicy)
-	return p, s
-}
-
-// TestSloserveTierChoice: the base load goes to the cheaper tier at the trace's mean rate.
-func TestSloserveTierChoice(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
-	vm := map[string]profile.Backend{"c5.large": {Curve: testCurve(t, map[int]float64{1: 35, 8: 39, 32: 56}), Slots: 9}}
-	cases := []struct {
-		name     string
-		sl       profile.MemoryCurves
-		wantTier string
-	}{
-		// A 1 s single request cannot meet 200 ms on Lambda: VMs only.
-		{"serverless too slow", profile.MemoryTable{3008: testCurve(t, map[int]float64{1: 1000, 8: 1100})}, TierVM},
-		// 20 ms for 32 requests at 128 MB: batching on Lambda costs next to nothing.
-		{"serverless batching cheap", profile.MemoryTable{128: testCurve(t, map[int]float64{1: 10, 32: 20})}, TierServerless},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := profile.Model{Name: "m", VM: vm, Serverless: tc.sl}
-			p, s := newSloserveFor(t, m, slo.Spec{Threshold: 200 * time.Millisecond, Target: 0.98}, LoadStats{MeanRPS: 100, PeakRPS: 150})
-			if s == nil {
-				t.Fatal("no scaler: want the VM tier wired")
-			}
-			if s.tier != tc.wantTier {
-				t.Errorf("tier (-want +got): -%s +%s (vm $%g/s, serverless $%g/s)", tc.wantTier, s.tier, s.vmCost(100), s.serverlessCost(100))
-			}
-			now := DefaultEpoch
-			s.Scale(autoscale.Snapshot{Fleet: []autoscale.Member{{ID: "vm-1", Type: "c5.large", State: provider.StateReady, Slots: 9}}}, now)
-			idle := TierView{Ready: 1, Slots: 9, FreeSlots: 9, MaxBatch: 1, BatchTime: 35 * time.Millisecond}
-			r := p.Router.Route(Request{Arrival: now, Deadline: now.Add(200 * time.Millisecond)}, idle, now)
-			if wantSL := tc.wantTier == TierServerless; (r == RouteServerless) != wantSL {
-				t.Errorf("route with an idle fleet: got %v, want serverless %v", r, wantSL)
-			}
-			if tc.wantTier == TierServerless && len(p.Initial) != 0 {
-				t.Errorf("initial fleet on the serverless tier: got %d instances, want 0", len(p.Initial))
-			}
-		})
-	}
-}
-
-// TestSloserveReasonsNamePieces: every decision says which piece made it.
-func TestSloserveReasonsNamePieces(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
-	p, s := newSloserveFor(t, DefaultModel(), slo.DefaultSpec(), LoadStats{MeanRPS: 50, PeakRPS: 80})
-	now := DefaultEpoch.Add(time.Minute)
-	d := s.Scale(autoscale.Snapshot{}, now)
-	if !strings.HasPrefix(d.Reason, "mark: ") && !strings.HasPrefix(d.Reason, "sloserve: ") {
-		t.Errorf("scaler reason %q: want a mark: or sloserve: prefix", d.Reason)
-	}
-	q := batching.Queue{Len: 1, Oldest: now, EarliestDeadline: now.Add(200 * time.Millisecond), Free: 1}
-	if r := p.Batching.Decide(q, now).Reason; !strings.HasPrefix(r, "mark: ") {
-		t.Errorf("VM batching reason %q: want a mark: prefix", r)
-	}
-	if r := p.Serverless.Batching.Decide(q, now).Reason; !strings.HasPrefix(r, "batch: ") {
-		t.Errorf("serverless batching reason %q: want a batch: prefix", r)
-	}
-}
-
-// TestSloserveDeadlineGuard: the serverless buffer dispatches by deadline − S(k) even when
-// BATCH's timeout is longer.
-func TestSloserveDeadlineGuard(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
-	p, _ := newSloserveFor(t, DefaultModel(), slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, LoadStats{MeanRPS: 50, PeakRPS: 80})
-	b := p.Serverless.Batching
-	// One minute of 50 req/s arrivals, then the online planner's first fit (BATCH §VI-D).
-	start := DefaultEpoch
-	b.Decide(batching.Queue{}, start)
-	arr := make([]time.Time, 3000)
-	for i := range arr {
-		arr[i] = start.Add(time.Duration(i) * 20 * time.Millisecond)
-	}
-	b.Observe(batching.Outcome{Size: len(arr), Arrivals: arr}, start.Add(time.Minute))
-	t0 := start.Add(time.Minute)
-	b.Decide(batching.Queue{}, t0)
-	if b.MaxBatch() < 2 {
-		t.Fatalf("BATCH's plan after a fit: max batch %d, want > 1", b.MaxBatch())
-	}
-	q := batching.Queue{Len: 1, Oldest: t0, EarliestDeadline: t0.Add(600 * time.Millisecond), Free: 10}
-	d := b.Decide(q, t0)
-	if d.Dispatch != 0 {
-		t.Fatalf("at arrival: dispatch %d, want to wait", d.Dispatch)
-	}
-	// The guard's time: deadline − (1 − 0.92) × 600 ms − S(1), and S(1) ≥ 144 ms (3008 MB).
-	latest := t0.Add(600*time.Millisecond - 48*time.Millisecond - 144*time.Millisecond)
-	if d.Next.IsZero() || d.Next.After(latest) {
-		t.Errorf("next (-want ≤ +got): -%v +%v", latest, d.Next)
-	}
-	if d := b.Decide(q, latest); d.Dispatch != 1 {
-		t.Errorf("at the guard: got %+v, want dispatch 1", d)
-	}
-}
-
-// TestSloserveKeepsOneVMWithoutServerless: with no serverless tier nothing absorbs an empty
-// fleet, so the last instance stays however idle it is.
-func TestSloserveKeepsOneVMWithoutServerless(t *testing.T) {
-	m := profile.Model{Name: "m", VM: map[string]profile.Backend{"container.1cpu": {Curve: testCurve(t, map[int]float64{1: 40, 10: 46}), Slots: 1}}}
-	p, s := newSloserveFor(t, m, slo.Spec{Threshold: 500 * time.Millisecond, Target: 0.95}, LoadStats{MeanRPS: 0.1, PeakRPS: 1})
-	if len(p.Initial) != 1 {
-		t.Fatalf("initial fleet: got %d, want 1", len(p.Initial))
-	}
-	fleet := []autoscale.Member{{ID: "vm-1", Type: "container.1cpu", State: provider.StateReady, Launched: DefaultEpoch, Ready: DefaultEpoch, Slots: 1}}
-	for i := 1; i <= 30; i++ {
-		now := DefaultEpoch.Add(time.Duration(i) * time.Minute)
-		d := s.Scale(autoscale.Snapshot{Fleet: fleet}, now)
-		if len(d.Terminate) > 0 && len(d.Launch) == 0 {
-			t.Fatalf("minute %d: terminated %v with nothing launched (reason %q)", i, d.Terminate, d.Reason)
-		}
-	}
-	now := DefaultEpoch
-	if r := p.Router.Route(Request{Arrival: now, Deadline: now.Add(time.Second)}, TierView{}, now); r != RouteVM {
-		t.Errorf("route: got %v, want the VM tier", r)
-	}
-}
-
-// TestSloserveServerlessOnly: a model with no VM profile is served on the serverless tier alone.
 func TestSloserveServerlessOnly(t *testing.T) {
 	t.Parallel() // long and independent: lets the package's tests use both cores
 	m := profile.Model{Name: "m", Serverless: DefaultModel().Serverless}
-	p, s := newSloserveFor(t, m, slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, LoadStats{MeanRPS: 30, PeakRPS: 60})
-	if s != nil || p.Scaler != nil || len(p.Initial) != 0 {
+	cat := cost.DefaultCatalog()
+	p, err := New("sloserve", Env{Catalog: &cat, Model: m, SLO: slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, Load: LoadStats{MeanRPS: 30, PeakRPS: 60}})
+	if err != nil {
+		t.Fatalf("New(sloserve): %v", err)
+	}
+	if p.Scaler != nil || len(p.Initial) != 0 {
 		t.Fatalf("got a VM tier (scaler %v, %d initial), want none", p.Scaler, len(p.Initial))
 	}
-	cat := cost.DefaultCatalog()
 	cfg := DefaultConfig()
 	cfg.SLO = slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}
 	res, err := Run(context.Background(), cfg, &cat, m, p, newPoisson(30, 6000, 3))
@@ -167,32 +42,5 @@ func TestSloserveServerlessOnly(t *testing.T) {
 	}
 	if s := res.Summary; s.CostUSD.VM != 0 || s.SLOAttainment < 0.98 || s.MeanBatchSize <= 1 {
 		t.Errorf("summary: VM $%v, attainment %v, mean batch %v; want $0, ≥ 0.98 and batching", s.CostUSD.VM, s.SLOAttainment, s.MeanBatchSize)
-	}
-}
-
-// TestSloserveOptionsValidate names the bad field.
-func TestSloserveOptionsValidate(t *testing.T) {
-	cases := []struct {
-		name  string
-		set   func(*SloserveOptions)
-		field string
-	}{
-		{"hysteresis", func(o *SloserveOptions) { o.Hysteresis = 1 }, "sloserve.hysteresis"},
-		{"tier", func(o *SloserveOptions) { o.Tier = "gpu" }, "sloserve.tier"},
-		{"vm batching", func(o *SloserveOptions) { o.VMBatching = "x" }, "sloserve.vm_batching"},
-		{"max batch", func(o *SloserveOptions) { o.Serverless.MaxBatch = 0 }, "sloserve.serverless.max_batch"},
-		{"guard", func(o *SloserveOptions) { o.Serverless.LatencyGuard = 0 }, "sloserve.serverless.latency_guard"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultSloserveOptions(Env{})
-			if err := o.Validate(); err != nil {
-				t.Fatalf("defaults: %v", err)
-			}
-			tc.set(&o)
-			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
-				t.Errorf("Validate: got %v, want an error naming %s", err, tc.field)
-			}
-		})
 	}
 }

@@ -167,9 +167,9 @@ func Sections() ([]Section, error) {
 			s.Intro += " Reads no options on this engine."
 		} else {
 			s.Default = o
-			s.Intro += fmt.Sprintf(" Options type `sim.%s`; the defaults are what the policy's factory sets "+
-				"before decoding the section, with the default SLO (200 ms at 98 %%) and model.",
-				reflect.TypeOf(o).Name())
+			s.Intro += fmt.Sprintf(" Options type `%s` (package `%s`); the defaults are what the policy's "+
+				"factory sets before decoding the section, with the default SLO (200 ms at 98 %%) and model.",
+				reflect.TypeOf(o).String(), strings.TrimPrefix(reflect.TypeOf(o).PkgPath(), "github.com/sloserve/sloserve/"))
 		}
 		secs = append(secs, s)
 	}

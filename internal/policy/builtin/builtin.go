@@ -3,7 +3,10 @@
 package builtin
 
 import (
+	_ "github.com/sloserve/sloserve/internal/policy/baseline" // fixed, sagemaker, lambda, mlproxy, knative
+	_ "github.com/sloserve/sloserve/internal/policy/batch"    // batch
 	_ "github.com/sloserve/sloserve/internal/policy/infless"  // infless and its ablations
-	_ "github.com/sloserve/sloserve/internal/policy/sloserve" // sloserve
+	_ "github.com/sloserve/sloserve/internal/policy/mark"     // mark
+	_ "github.com/sloserve/sloserve/internal/policy/sloserve" // sloserve, on a model and on a cluster
 	_ "github.com/sloserve/sloserve/internal/policy/uniform"  // uniform, openfaas+
 )

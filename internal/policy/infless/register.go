@@ -26,7 +26,7 @@ func init() {
 		policy.Register(policy.Spec{Name: name, Doc: v.doc, Port: policy.PortCluster,
 			Needs:   policy.NeedsProfiles | policy.NeedsServers,
 			Options: func() any { o := defaults(); return &o },
-			New: func(options any) (any, error) {
+			New: func(_ policy.Env, options any) (any, error) {
 				o, err := policy.OptionsAs(name, options, defaults)
 				if err != nil {
 					return nil, err

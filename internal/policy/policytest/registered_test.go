@@ -14,13 +14,13 @@ func TestRegistered(t *testing.T) {
 		t.Fatal("no policy registered")
 	}
 	for _, s := range specs {
-		t.Run(s.Name, func(t *testing.T) {
+		t.Run(string(s.Port)+"/"+s.Name, func(t *testing.T) {
 			if s.Doc == "" {
 				t.Errorf("%s: no Doc", s.Name)
 			}
 			if s.Options != nil {
 				o := s.Options()
-				p, err := s.New(o)
+				p, err := s.New(policy.Env{}, o)
 				if err != nil || p == nil {
 					t.Fatalf("%s: New(its own default Options) = %v, %v", s.Name, p, err)
 				}
@@ -28,6 +28,8 @@ func TestRegistered(t *testing.T) {
 			switch s.Port {
 			case policy.PortCluster:
 				Cluster(t, s.Name)
+			case policy.PortModel:
+				Model(t, s.Name)
 			default:
 				t.Errorf("%s: port %q has no conformance suite", s.Name, s.Port)
 			}

@@ -7,7 +7,7 @@ func init() {
 		Doc:     "sloserve on a cluster: INFless's policy with placement choice, a latency guard and queue-aware dispatch",
 		Needs:   policy.NeedsProfiles | policy.NeedsServers,
 		Options: func() any { o := DefaultClusterOptions(); return &o },
-		New: func(options any) (any, error) {
+		New: func(_ policy.Env, options any) (any, error) {
 			o, err := policy.OptionsAs("sloserve", options, DefaultClusterOptions)
 			if err != nil {
 				return nil, err

@@ -1,9 +1,11 @@
-package sim
+package baseline
 
 import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/policy"
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
@@ -15,16 +17,16 @@ import (
 // only from shared pure parts (internal/batching, internal/autoscale, internal/dispatch).
 
 func init() {
-	Register("fixed", "static fleet sized for the trace's peak, with fixed batching (MArk §4.3 rule)", newFixed)
-	Register("sagemaker", "SageMaker-like target tracking on invocations per instance, 2× over-provisioned, no batching, SageMaker hosting prices (MArk §5.1)", newSageMaker)
-	Register("lambda", "vanilla serverless: every request its own invocation, fixed memory, no batching (MArk §3, BATCH §VI)", newLambda)
-	Register("mlproxy", "MLProxy: deadline-aware AIMD batching in front of a Knative concurrency autoscaler (MLProxy §2–3)", newMLProxy)
-	Register("knative", "the mlproxy policy's Knative autoscaler without batching (MLProxy Table 3's baseline)", newKnative)
+	policy.Register(policy.Spec{Name: "fixed", Port: policy.PortModel, Doc: "static fleet sized for the trace's peak, with fixed batching (MArk §4.3 rule)", New: policy.ModelFactory(newFixed)})
+	policy.Register(policy.Spec{Name: "sagemaker", Port: policy.PortModel, Doc: "SageMaker-like target tracking on invocations per instance, 2× over-provisioned, no batching, SageMaker hosting prices (MArk §5.1)", New: policy.ModelFactory(newSageMaker)})
+	policy.Register(policy.Spec{Name: "lambda", Port: policy.PortModel, Doc: "vanilla serverless: every request its own invocation, fixed memory, no batching (MArk §3, BATCH §VI)", New: policy.ModelFactory(newLambda)})
+	policy.Register(policy.Spec{Name: "mlproxy", Port: policy.PortModel, Doc: "MLProxy: deadline-aware AIMD batching in front of a Knative concurrency autoscaler (MLProxy §2–3)", New: policy.ModelFactory(newMLProxy)})
+	policy.Register(policy.Spec{Name: "knative", Port: policy.PortModel, Doc: "the mlproxy policy's Knative autoscaler without batching (MLProxy Table 3's baseline)", New: policy.ModelFactory(newKnative)})
 }
 
 // cheapestType returns the model's profiled instance type with the lowest price per request at
 // batch 1 (price / capacity), the natural default type of a single-type policy.
-func cheapestType(env Env) (string, error) {
+func cheapestType(env policy.Env) (string, error) {
 	best, bestCost := "", math.Inf(1)
 	for _, name := range env.Model.Types() {
 		it, ok := env.Catalog.Type(name)
@@ -48,7 +50,7 @@ func cheapestType(env Env) (string, error) {
 }
 
 // capacity returns the requests per second one instance of typ sustains with batches of n.
-func capacity(env Env, typ string, n int) float64 {
+func capacity(env policy.Env, typ string, n int) float64 {
 	base := typ
 	if i := len(typ) - len("/spot"); i > 0 && typ[i:] == "/spot" {
 		base = typ[:i]
@@ -77,15 +79,15 @@ type FixedOptions struct {
 // DefaultHeadroom is MArk's Times_headroom (mark-constants.json): plan for 1.2 × the observed peak.
 const DefaultHeadroom = 1.2
 
-func newFixed(env Env) (Policy, error) {
+func newFixed(env policy.Env) (policy.Model, error) {
 	o := FixedOptions{Headroom: DefaultHeadroom}
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
+	if err := env.DecodeOptions(&o); err != nil {
+		return policy.Model{}, err
 	}
 	if o.Type == "" {
 		t, err := cheapestType(env)
 		if err != nil {
-			return Policy{}, err
+			return policy.Model{}, err
 		}
 		o.Type = t
 	}
@@ -95,7 +97,7 @@ func newFixed(env Env) (Policy, error) {
 	}
 	b, ok := env.Model.VM[base]
 	if !ok {
-		return Policy{}, fmt.Errorf("fixed.type: model %s has no profile for %q", env.Model.Name, o.Type)
+		return policy.Model{}, fmt.Errorf("fixed.type: model %s has no profile for %q", env.Model.Name, o.Type)
 	}
 	cfg := batching.DefaultConfig()
 	cfg.Policy, cfg.SLO = batching.PolicyFixed, env.SLO.Threshold
@@ -112,12 +114,12 @@ func newFixed(env Env) (Policy, error) {
 	}
 	bp, err := batching.New(cfg)
 	if err != nil {
-		return Policy{}, fmt.Errorf("fixed: %w", err)
+		return policy.Model{}, fmt.Errorf("fixed: %w", err)
 	}
 	if o.Count <= 0 {
 		c := capacity(env, o.Type, cfg.MaxBatch)
 		if c <= 0 {
-			return Policy{}, fmt.Errorf("fixed: %s has no capacity", o.Type)
+			return policy.Model{}, fmt.Errorf("fixed: %s has no capacity", o.Type)
 		}
 		o.Count = max(1, int(math.Ceil(env.Load.PeakRPS*o.Headroom/c)))
 	}
@@ -126,7 +128,7 @@ func newFixed(env Env) (Policy, error) {
 	for i := range initial {
 		initial[i] = spec
 	}
-	return Policy{Scaler: &autoscale.Static{Spec: spec, Count: o.Count}, Initial: initial, Batching: bp}, nil
+	return policy.Model{Scaler: &autoscale.Static{Spec: spec, Count: o.Count}, Initial: initial, Batching: bp}, nil
 }
 
 // SageMaker pricing modes (SageMakerOptions.Pricing).
@@ -153,27 +155,27 @@ type SageMakerOptions struct {
 	Tracking autoscale.TargetTrackingConfig `yaml:"tracking"`
 }
 
-func newSageMaker(env Env) (Policy, error) {
+func newSageMaker(env policy.Env) (policy.Model, error) {
 	o := SageMakerOptions{OverProvisioning: autoscale.DefaultOverProvisioning, Pricing: SageMakerPricingHosting}
 	o.Tracking = autoscale.DefaultTargetTrackingConfig(provider.Spec{}, 1)
 	o.Tracking.TargetPerInstance = 0
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
+	if err := env.DecodeOptions(&o); err != nil {
+		return policy.Model{}, err
 	}
 	if o.Type == "" {
 		t, err := cheapestType(env)
 		if err != nil {
-			return Policy{}, err
+			return policy.Model{}, err
 		}
 		o.Type = t
 	}
 	if !(o.OverProvisioning >= 1) {
-		return Policy{}, fmt.Errorf("sagemaker.over_provisioning: must be ≥ 1, got %v", o.OverProvisioning)
+		return policy.Model{}, fmt.Errorf("sagemaker.over_provisioning: must be ≥ 1, got %v", o.OverProvisioning)
 	}
 	o.Type = cost.HostedOn(o.Type) // "ml.c5.large" names the same machine as "c5.large"
 	c := capacity(env, o.Type, 1)
 	if c <= 0 {
-		return Policy{}, fmt.Errorf("sagemaker.type: model %s has no profile for %q", env.Model.Name, o.Type)
+		return policy.Model{}, fmt.Errorf("sagemaker.type: model %s has no profile for %q", env.Model.Name, o.Type)
 	}
 	launch := o.Type
 	switch o.Pricing {
@@ -188,7 +190,7 @@ func newSageMaker(env Env) (Policy, error) {
 		}
 	case SageMakerPricingEC2:
 	default:
-		return Policy{}, fmt.Errorf("sagemaker.pricing: must be %q or %q, got %q", SageMakerPricingHosting, SageMakerPricingEC2, o.Pricing)
+		return policy.Model{}, fmt.Errorf("sagemaker.pricing: must be %q or %q, got %q", SageMakerPricingHosting, SageMakerPricingEC2, o.Pricing)
 	}
 	spec := provider.Spec{Model: env.Model.Name, Type: launch, Tier: provider.TierVM, MaxBatch: 1}
 	tc := o.Tracking
@@ -198,7 +200,7 @@ func newSageMaker(env Env) (Policy, error) {
 	}
 	tt, err := autoscale.NewTargetTracking(tc)
 	if err != nil {
-		return Policy{}, fmt.Errorf("sagemaker: %w", err)
+		return policy.Model{}, fmt.Errorf("sagemaker: %w", err)
 	}
 	// Start with the fleet the target asks for at the trace's mean rate.
 	n := min(max(tc.Min, int(math.Ceil(env.Load.MeanRPS*tc.Period.Seconds()/tc.TargetPerInstance)), 1), tc.Max)
@@ -206,7 +208,7 @@ func newSageMaker(env Env) (Policy, error) {
 	for i := range initial {
 		initial[i] = spec
 	}
-	return Policy{Scaler: tt, Initial: initial, Batching: batching.NewNone()}, nil
+	return policy.Model{Scaler: tt, Initial: initial, Batching: batching.NewNone()}, nil
 }
 
 // LambdaOptions configures the lambda policy.
@@ -216,23 +218,20 @@ type LambdaOptions struct {
 	MemoryMB int `yaml:"memory_mb"`
 }
 
-// DefaultLambdaMemoryMB is the lambda policy's default memory.
-const DefaultLambdaMemoryMB = 3008
-
-func newLambda(env Env) (Policy, error) {
-	o := LambdaOptions{MemoryMB: DefaultLambdaMemoryMB}
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
+func newLambda(env policy.Env) (policy.Model, error) {
+	o := LambdaOptions{MemoryMB: policy.DefaultLambdaMemoryMB}
+	if err := env.DecodeOptions(&o); err != nil {
+		return policy.Model{}, err
 	}
 	if o.MemoryMB <= 0 {
-		return Policy{}, fmt.Errorf("lambda.memory_mb: must be > 0, got %d", o.MemoryMB)
+		return policy.Model{}, fmt.Errorf("lambda.memory_mb: must be > 0, got %d", o.MemoryMB)
 	}
 	if env.Model.Serverless == nil {
-		return Policy{}, fmt.Errorf("lambda: model %s has no serverless profile", env.Model.Name)
+		return policy.Model{}, fmt.Errorf("lambda: model %s has no serverless profile", env.Model.Name)
 	}
-	return Policy{
-		Router:     RouterFunc(func(Request, TierView, time.Time) Route { return RouteServerless }),
-		Serverless: &Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
+	return policy.Model{
+		Router:     policy.RouterFunc(func(policy.Request, policy.TierView, time.Time) policy.Route { return policy.RouteServerless }),
+		Serverless: &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
 	}, nil
 }
 
@@ -247,12 +246,12 @@ type MLProxyOptions struct {
 	KPA autoscale.KPAConfig `yaml:"kpa"`
 }
 
-func mlproxyOptions(env Env) (MLProxyOptions, provider.Spec, error) {
+func mlproxyOptions(env policy.Env) (MLProxyOptions, provider.Spec, error) {
 	o := MLProxyOptions{Batching: batching.DefaultConfig(), KPA: autoscale.DefaultKPAConfig(provider.Spec{})}
 	o.Batching.Policy, o.Batching.SLO = batching.PolicyMLProxy, env.SLO.Threshold
 	// MLProxy's experiments start at Max_BS 5 (experiment_settings_06.initial_bs).
 	o.Batching.MaxBatch = 5
-	if err := env.decode(&o); err != nil {
+	if err := env.DecodeOptions(&o); err != nil {
 		return o, provider.Spec{}, err
 	}
 	if o.Type == "" {
@@ -274,34 +273,34 @@ func mlproxyOptions(env Env) (MLProxyOptions, provider.Spec, error) {
 // Knative queues it at the pod's queue-proxy. For a FIFO pod both start it at the same moment,
 // and a throw-away variant of the engine that sends at once measured the same Table 3 shape
 // (docs/sim.md), so the runtime's rule stays.
-func newMLProxy(env Env) (Policy, error) {
+func newMLProxy(env policy.Env) (policy.Model, error) {
 	o, spec, err := mlproxyOptions(env)
 	if err != nil {
-		return Policy{}, err
+		return policy.Model{}, err
 	}
 	o.Batching.Policy = batching.PolicyMLProxy
 	bp, err := batching.New(o.Batching)
 	if err != nil {
-		return Policy{}, fmt.Errorf("mlproxy: %w", err)
+		return policy.Model{}, fmt.Errorf("mlproxy: %w", err)
 	}
 	kpa, err := autoscale.NewKPA(o.KPA)
 	if err != nil {
-		return Policy{}, fmt.Errorf("mlproxy: %w", err)
+		return policy.Model{}, fmt.Errorf("mlproxy: %w", err)
 	}
-	return Policy{Scaler: kpa, Initial: []provider.Spec{spec}, Batching: bp}, nil
+	return policy.Model{Scaler: kpa, Initial: []provider.Spec{spec}, Batching: bp}, nil
 }
 
 // newKnative is Table 3's baseline: the same KPA and pods without batching. Every request in the
 // VM tier (in service or queued) counts toward the KPA's observed concurrency, as Knative's
 // queue-proxies report it with containerConcurrency 0 (no hard per-pod limit).
-func newKnative(env Env) (Policy, error) {
+func newKnative(env policy.Env) (policy.Model, error) {
 	o, spec, err := mlproxyOptions(env)
 	if err != nil {
-		return Policy{}, err
+		return policy.Model{}, err
 	}
 	kpa, err := autoscale.NewKPA(o.KPA)
 	if err != nil {
-		return Policy{}, fmt.Errorf("knative: %w", err)
+		return policy.Model{}, fmt.Errorf("knative: %w", err)
 	}
-	return Policy{Scaler: kpa, Initial: []provider.Spec{spec}, Batching: batching.NewNone()}, nil
+	return policy.Model{Scaler: kpa, Initial: []provider.Spec{spec}, Batching: batching.NewNone()}, nil
 }

@@ -1,11 +1,13 @@
-package sim
+package mark
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/policy"
+
 	"github.com/sloserve/sloserve/internal/admission"
-	"github.com/sloserve/sloserve/internal/autoscale/mark"
+	markscale "github.com/sloserve/sloserve/internal/autoscale/mark"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/forecast"
@@ -21,10 +23,10 @@ import (
 // internal/planner, internal/admission and internal/slomon; this file only wires them.
 
 func init() {
-	Register("mark", "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", newMark)
+	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
 }
 
-// DefaultMarkBouncerMarginDivisor sets the mark policy's default Bouncer margin: RT_max / 20.
+// DefaultBouncerMarginDivisor sets the mark policy's default Bouncer margin: RT_max / 20.
 // The Bouncer compares a mean estimate of the finish time with the deadline, so a request
 // estimated to finish just in time misses about half the time. 5 % of RT_max covers three
 // standard deviations of the slowest instance's service time at the 5 % variation VMs show
@@ -32,11 +34,11 @@ func init() {
 // draining at Σμ* (p2.xlarge batches and c5.large singles share it). With no margin these late
 // admissions were most of the misses: 97.9 % attainment on the bursty burst300-2 trace (MArk
 // §5.1 setting) against 99.3 % with 30 ms, at the same cost; on Twitter and fn4 the margin
-// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/mark.md).
-const DefaultMarkBouncerMarginDivisor = 20
+// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/markscale.md).
+const DefaultBouncerMarginDivisor = 20
 
-// MarkOptions configures the mark policy (policies.mark in a sim config).
-type MarkOptions struct {
+// Options configures the mark policy (policies.mark in a sim config).
+type Options struct {
 	// Forecaster is the forecasting method (forecast.Methods()); default ewma — the backtest's
 	// best cheap method on the Twitter trace; lstm trains TrainStepsPerUnit steps every unit.
 	Forecaster string `yaml:"forecaster"`
@@ -69,47 +71,43 @@ type MarkOptions struct {
 	MemoryMB int `yaml:"memory_mb"`
 	// BouncerMargin is taken off every deadline before the Bouncer's check (MArk §4.1,
 	// admission.Config.Margin); the mark policy's default is RT_max / 20, 30 ms at 600 ms
-	// (DefaultMarkBouncerMarginDivisor says why).
+	// (DefaultBouncerMarginDivisor says why).
 	BouncerMargin time.Duration `yaml:"bouncer_margin"`
 }
 
-// resolvePaths makes ForecastModel relative to the config file.
-func (o *MarkOptions) resolvePaths(resolve func(string) string) {
+// ResolvePaths makes ForecastModel relative to the config file.
+func (o *Options) ResolvePaths(resolve func(string) string) {
 	o.ForecastModel = resolve(o.ForecastModel)
 }
 
-// markPolicy is the MArk scaler (internal/autoscale/mark, the same object the live controller
-// drives) plus the simulator's router; both are called from the engine's one goroutine. types,
-// unit, mon and fc are the scaler's own, exposed for the sloserve policy.
-type markPolicy struct {
-	*mark.Scaler
-	types []planner.InstanceType
-	unit  time.Duration
-	mon   *forecast.Monitor
-	fc    forecast.Forecaster
+// Policy is the MArk scaler (internal/autoscale/mark, the same object the live controller
+// drives) plus the Bouncer's router (Route); both are called from one goroutine. The sloserve
+// policy composes it, reading the scaler's types, unit, monitor and forecaster.
+type Policy struct {
+	*markscale.Scaler
 }
 
-func newMark(env Env) (Policy, error) { return newMarkWith(env, nil) }
+func New(env policy.Env) (policy.Model, error) { return NewWith(env, nil) }
 
-// newMarkWith is newMark with the forecaster fc instead of the configured one when fc is not nil
+// NewWith is New with the forecaster fc instead of the configured one when fc is not nil
 // (tests give a forecast that is wrong on purpose).
-func newMarkWith(env Env, fc forecast.Forecaster) (Policy, error) {
-	o := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
-		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB,
+func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
+	o := Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
+		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB,
 		SLOMonitor: slomon.DefaultConfig()}
 	o.SLOMonitor.Target = env.SLO.Target
-	o.BouncerMargin = env.SLO.Threshold / DefaultMarkBouncerMarginDivisor
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
+	o.BouncerMargin = env.SLO.Threshold / DefaultBouncerMarginDivisor
+	if err := env.DecodeOptions(&o); err != nil {
+		return policy.Model{}, err
 	}
 	if o.BouncerMargin < 0 || (env.SLO.Threshold > 0 && o.BouncerMargin >= env.SLO.Threshold) {
-		return Policy{}, fmt.Errorf("mark.bouncer_margin: must be in [0, RT_max %v), got %v", env.SLO.Threshold, o.BouncerMargin)
+		return policy.Model{}, fmt.Errorf("mark.bouncer_margin: must be in [0, RT_max %v), got %v", env.SLO.Threshold, o.BouncerMargin)
 	}
 	if !(o.BatchBudget > 0 && o.BatchBudget <= 1) {
-		return Policy{}, fmt.Errorf("mark.batch_budget: must be in (0, 1], got %v", o.BatchBudget)
+		return policy.Model{}, fmt.Errorf("mark.batch_budget: must be in (0, 1], got %v", o.BatchBudget)
 	}
 	if o.MemoryMB <= 0 {
-		return Policy{}, fmt.Errorf("mark.memory_mb: must be > 0, got %d", o.MemoryMB)
+		return policy.Model{}, fmt.Errorf("mark.memory_mb: must be > 0, got %d", o.MemoryMB)
 	}
 	if env.Catalog == nil {
 		c := cost.DefaultCatalog()
@@ -120,69 +118,68 @@ func newMarkWith(env Env, fc forecast.Forecaster) (Policy, error) {
 
 	// Catalog view: every profiled type, batching tuned by MArk §4.3 (batching.TuneFixed), μ* × slots.
 	rt := time.Duration(float64(env.SLO.Threshold) * o.BatchBudget)
-	cand, err := mark.Tune(env.Catalog, env.Model, o.Types, rt, o.Spot)
+	cand, err := markscale.Tune(env.Catalog, env.Model, o.Types, rt, o.Spot)
 	if err != nil {
-		return Policy{}, fmt.Errorf("mark.types: %w", err)
+		return policy.Model{}, fmt.Errorf("mark.types: %w", err)
 	}
 	if _, ok := cand.Cheapest(); !ok {
-		return Policy{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
+		return policy.Model{}, fmt.Errorf("mark: %w (model %s, RT_max budget %v)", planner.ErrNoFeasibleType, env.Model.Name, rt)
 	}
 	if fc == nil {
 		fo := forecast.DefaultOptions()
 		if o.ForecastModel != "" {
 			if o.Forecaster != "lstm" && o.Forecaster != "ewma" {
-				return Policy{}, fmt.Errorf("mark.forecast_model: a pre-trained LSTM, but forecaster is %q", o.Forecaster)
+				return policy.Model{}, fmt.Errorf("mark.forecast_model: a pre-trained LSTM, but forecaster is %q", o.Forecaster)
 			}
 			m, err := forecast.ReadLSTMModelFile(o.ForecastModel)
 			if err != nil {
-				return Policy{}, fmt.Errorf("mark.forecast_model: %w", err)
+				return policy.Model{}, fmt.Errorf("mark.forecast_model: %w", err)
 			}
 			o.Forecaster, fo.LSTM = "lstm", &m
 		}
 		if fc, err = forecast.New(o.Forecaster, fo); err != nil {
-			return Policy{}, fmt.Errorf("mark.forecaster: %w", err)
+			return policy.Model{}, fmt.Errorf("mark.forecaster: %w", err)
 		}
 	}
-	sc, err := mark.New(mark.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
+	sc, err := markscale.New(markscale.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
 		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
 		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.Config{Margin: o.BouncerMargin}})
 	if err != nil {
-		return Policy{}, err
+		return policy.Model{}, err
 	}
-	m := &markPolicy{Scaler: sc, types: sc.Types(), unit: sc.Unit(), mon: sc.Monitor(), fc: sc.Forecaster()}
+	m := &Policy{Scaler: sc}
 
 	// Initial fleet: the plan for the trace's mean rate (as the sagemaker baseline starts).
 	var initial []provider.Spec
 	if env.Load.MeanRPS > 0 {
-		if initial, err = sc.InitialPlan(env.Load.MeanRPS, DefaultEpoch, pc); err != nil {
-			return Policy{}, err
+		if initial, err = sc.InitialPlan(env.Load.MeanRPS, env.Start, pc); err != nil {
+			return policy.Model{}, err
 		}
 	}
-	return Policy{
+	return policy.Model{
 		Scaler:     m,
 		Initial:    initial,
 		Batching:   batching.NewFixed(cand.MaxBatch, cand.MaxWait),
-		Router:     RouterFunc(m.route),
-		Serverless: &Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
+		Router:     policy.RouterFunc(m.Route),
+		Serverless: &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
 	}, nil
 }
 
 // spec returns the launch spec of a planned type, with its own batch size.
-func (m *markPolicy) spec(name string) provider.Spec { return m.Spec(name) }
 
 // route is the Bouncer: admit to the VM tier when the fleet finishes in time, else spill.
-func (m *markPolicy) route(r Request, v TierView, now time.Time) Route {
+func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
 	if m.Admit(v.QueueLen, v.Slots, v.FreeSlots, r.Deadline, now) {
-		return RouteVM
+		return policy.RouteVM
 	}
-	return RouteServerless
+	return policy.RouteServerless
 }
 
 // Reasons of the mark scaler's decisions (internal/autoscale/mark).
 const (
-	markReasonPlan      = mark.ReasonPlan
-	markReasonHold      = mark.ReasonHold
-	markReasonSLO       = mark.ReasonSLO
-	markReasonSpot      = mark.ReasonSpot
-	markReasonPlanError = mark.ReasonPlanError
+	markReasonPlan      = markscale.ReasonPlan
+	markReasonHold      = markscale.ReasonHold
+	markReasonSLO       = markscale.ReasonSLO
+	markReasonSpot      = markscale.ReasonSpot
+	markReasonPlanError = markscale.ReasonPlanError
 )

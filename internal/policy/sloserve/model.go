@@ -1,4 +1,4 @@
-package sim
+package sloserve
 
 import (
 	"errors"
@@ -7,6 +7,10 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/policy"
+	"github.com/sloserve/sloserve/internal/policy/batch"
+	"github.com/sloserve/sloserve/internal/policy/mark"
 
 	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/autoscale"
@@ -43,19 +47,19 @@ import (
 // queue).
 
 func init() {
-	Register("sloserve", "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", newSloserve)
+	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
 }
 
-// SloserveOptions configures the sloserve policy (policies.sloserve in a sim config).
-type SloserveOptions struct {
-	// Mark configures the VM tier's planner, forecaster, Bouncer and SLO monitor (MarkOptions).
+// Options configures the sloserve policy (policies.sloserve in a sim config).
+type Options struct {
+	// Mark configures the VM tier's planner, forecaster, Bouncer and SLO monitor (mark.Options).
 	// sloserve's defaults differ from mark's in two fields: headroom 1.0 and cool-down 2 min —
 	// the forecast is already the per-minute maximum of 5 s rates, and the Bouncer and the
 	// serverless tier absorb the rest (docs/mark.md, "tuned"). mark.memory_mb is ignored: the
 	// serverless memory comes from serverless.memory_mb or BATCH's optimiser.
-	Mark MarkOptions `yaml:"mark"`
-	// Serverless configures the serverless tier.
-	Serverless SloserveServerless `yaml:"serverless"`
+	Mark mark.Options `yaml:"mark"`
+	// policy.Serverless configures the serverless tier.
+	Serverless ServerlessOptions `yaml:"serverless"`
 	// Hysteresis is how much cheaper (a fraction, in [0, 1)) the other tier must be before the
 	// base load moves to it (default 0.25).
 	Hysteresis float64 `yaml:"hysteresis"`
@@ -71,8 +75,8 @@ type SloserveOptions struct {
 	VMBatching string `yaml:"vm_batching"`
 }
 
-// SloserveServerless configures sloserve's serverless tier.
-type SloserveServerless struct {
+// ServerlessOptions configures sloserve's serverless tier.
+type ServerlessOptions struct {
 	// MemoryMB fixes the function memory, MB; 0 lets BATCH's optimiser choose among the memory
 	// sizes the model's profile covers (every 64 MB of a polynomial's domain, a table's rows).
 	MemoryMB int `yaml:"memory_mb"`
@@ -114,38 +118,38 @@ type SloserveServerless struct {
 	ServiceCV float64 `yaml:"service_cv"`
 }
 
-// References of SloserveServerless.Reference.
+// References of ServerlessOptions.Reference.
 const (
 	ReferenceBatch = "batch"
 	ReferenceNone  = "none"
 )
 
-// DefaultServiceCV is SloserveServerless.ServiceCV's default.
+// DefaultServiceCV is ServerlessOptions.ServiceCV's default.
 const DefaultServiceCV = 0.05
 
-// Tier choices of SloserveOptions.Tier.
+// Tier choices of Options.Tier.
 const (
 	TierAuto       = "auto"
 	TierVM         = "vm"
 	TierServerless = "serverless"
 )
 
-// DefaultSloserveHysteresis is the tier switch's hysteresis.
-const DefaultSloserveHysteresis = 0.25
+// DefaultHysteresis is the tier switch's hysteresis.
+const DefaultHysteresis = 0.25
 
-// DefaultTierDwell is SloserveOptions.TierDwell's default.
+// DefaultTierDwell is Options.TierDwell's default.
 const DefaultTierDwell = 15 * time.Minute
 
-// DefaultSloserveMaxBatch is sloserve's B_max for the serverless buffer (within the profile):
+// DefaultMaxBatch is sloserve's B_max for the serverless buffer (within the profile):
 // larger than BATCH's 20 because a model whose batch time barely grows (Inception on Lambda:
 // 150 ms at 20, 152 ms at 32) fills more at high rates; the optimiser's CTMC grows with B, and
 // 32 keeps one search under a second.
-const DefaultSloserveMaxBatch = 32
+const DefaultMaxBatch = 32
 
-// DefaultLatencyGuard is SloserveServerless.LatencyGuard's default.
+// DefaultLatencyGuard is ServerlessOptions.LatencyGuard's default.
 const DefaultLatencyGuard = 0.92
 
-// DefaultPercentileMargin is SloserveServerless.PercentileMargin's default.
+// DefaultPercentileMargin is ServerlessOptions.PercentileMargin's default.
 const DefaultPercentileMargin = 1.0
 
 // Reasons of the sloserve scaler's own decisions (mark's are passed through).
@@ -156,19 +160,19 @@ const (
 	sloReasonFloor      = "sloserve: no serverless tier, keep one VM"
 )
 
-// DefaultSloserveOptions returns sloserve's defaults (see SloserveOptions) for env.
-func DefaultSloserveOptions(env Env) SloserveOptions {
-	mo := MarkOptions{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: 1.0,
-		Lookahead: planner.DefaultLookahead, CoolDown: 2 * time.Minute, BatchBudget: 0.5, MemoryMB: DefaultLambdaMemoryMB}
+// DefaultOptions returns sloserve's defaults (see Options) for env.
+func DefaultOptions(env policy.Env) Options {
+	mo := mark.Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: 1.0,
+		Lookahead: planner.DefaultLookahead, CoolDown: 2 * time.Minute, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB}
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
-	return SloserveOptions{Mark: mo, Hysteresis: DefaultSloserveHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
-		Serverless: SloserveServerless{MaxBatch: DefaultSloserveMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
+	return Options{Mark: mo, Hysteresis: DefaultHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
+		Serverless: ServerlessOptions{MaxBatch: DefaultMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
 			Window: pc.Window, Period: pc.Period, Reference: ReferenceBatch, ServiceCV: DefaultServiceCV}}
 }
 
 // Validate reports the first field that is out of range.
-func (o SloserveOptions) Validate() error {
+func (o Options) Validate() error {
 	switch {
 	case !(o.Hysteresis >= 0 && o.Hysteresis < 1):
 		return fmt.Errorf("sloserve.hysteresis: must be in [0, 1), got %v", o.Hysteresis)
@@ -198,9 +202,9 @@ func (o SloserveOptions) Validate() error {
 	return nil
 }
 
-// sloservePolicy is the state the scaler and the router share.
-type sloservePolicy struct {
-	mark       *markPolicy // nil: the model has no feasible VM type
+// modelPolicy is the state the scaler and the router share.
+type modelPolicy struct {
+	mark       *mark.Policy // nil: the model has no feasible VM type
 	hasSL      bool
 	tier       string // TierVM or TierServerless: who takes the base load now
 	force      string
@@ -214,59 +218,59 @@ type sloservePolicy struct {
 	slCost     []float64 // serverless $ per request at slRates (ascending rates); +Inf infeasible
 }
 
-func newSloserve(env Env) (Policy, error) {
+func NewModel(env policy.Env) (policy.Model, error) {
 	if env.Catalog == nil {
 		c := cost.DefaultCatalog()
 		env.Catalog = &c
 	}
-	o := DefaultSloserveOptions(env)
+	o := DefaultOptions(env)
 	o.Mark.SLOMonitor = markDefaultSLOMonitor(env)
-	if err := env.decode(&o); err != nil {
-		return Policy{}, err
+	if err := env.DecodeOptions(&o); err != nil {
+		return policy.Model{}, err
 	}
 	if err := o.Validate(); err != nil {
-		return Policy{}, err
+		return policy.Model{}, err
 	}
-	s := &sloservePolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom,
+	s := &modelPolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom,
 		dwell: o.TierDwell}
 	if o.Tier == TierServerless && !s.hasSL {
-		return Policy{}, fmt.Errorf("sloserve.tier: serverless, but model %s has no serverless profile", env.Model.Name)
+		return policy.Model{}, fmt.Errorf("sloserve.tier: serverless, but model %s has no serverless profile", env.Model.Name)
 	}
 
-	// VM tier: MArk's wiring with sloserve's options (newMark decodes them from this Env).
-	var vm Policy
+	// VM tier: MArk's wiring with sloserve's options (mark.New decodes them from this policy.Env).
+	var vm policy.Model
 	if len(env.Model.VM) > 0 {
 		menv := env
 		mo := o.Mark
 		menv.Decode = func(v any) error {
-			p, ok := v.(*MarkOptions)
+			p, ok := v.(*mark.Options)
 			if !ok {
 				return fmt.Errorf("sloserve: mark options: unexpected %T", v)
 			}
 			*p = mo
 			return nil
 		}
-		p, err := newMark(menv)
+		p, err := mark.New(menv)
 		switch {
 		case errors.Is(err, planner.ErrNoFeasibleType):
 			// No VM type meets the SLO: serverless only.
 		case err != nil:
-			return Policy{}, fmt.Errorf("sloserve: %w", err)
+			return policy.Model{}, fmt.Errorf("sloserve: %w", err)
 		default:
 			vm = p
-			s.mark = p.Scaler.(*markPolicy)
-			s.lookahead = max(1, int(o.Mark.Lookahead/s.mark.unit))
+			s.mark = p.Scaler.(*mark.Policy)
+			s.lookahead = max(1, int(o.Mark.Lookahead/s.mark.Unit()))
 		}
 	}
 	if s.mark == nil && !s.hasSL {
-		return Policy{}, fmt.Errorf("sloserve: model %s has neither a feasible VM type nor a serverless profile", env.Model.Name)
+		return policy.Model{}, fmt.Errorf("sloserve: model %s has neither a feasible VM type nor a serverless profile", env.Model.Name)
 	}
 
-	pol := Policy{Router: RouterFunc(s.route)}
+	pol := policy.Model{Router: policy.RouterFunc(s.route)}
 	if s.hasSL {
 		sl, err := s.serverless(env, o.Serverless)
 		if err != nil {
-			return Policy{}, err
+			return policy.Model{}, err
 		}
 		pol.Serverless = sl
 	}
@@ -280,7 +284,7 @@ func newSloserve(env Env) (Policy, error) {
 			cfg.MLProxy.MaxBatchLimit = max(cfg.MLProxy.MinBatch, vm.Batching.MaxBatch())
 			bp, err := batching.New(cfg)
 			if err != nil {
-				return Policy{}, fmt.Errorf("sloserve.vm_batching: %w", err)
+				return policy.Model{}, fmt.Errorf("sloserve.vm_batching: %w", err)
 			}
 			pol.Batching = prefixReasons("mlproxy: ", bp)
 		default:
@@ -302,14 +306,14 @@ func newSloserve(env Env) (Policy, error) {
 	if s.tier == TierVM {
 		pol.Initial = vm.Initial
 		if len(pol.Initial) == 0 && !s.hasSL {
-			pol.Initial = []provider.Spec{s.mark.spec(s.cheapest().Name)}
+			pol.Initial = []provider.Spec{s.mark.Spec(s.cheapest().Name)}
 		}
 	}
 	return pol, nil
 }
 
 // markDefaultSLOMonitor is mark's SLO monitor default with the run's target.
-func markDefaultSLOMonitor(env Env) slomon.Config {
+func markDefaultSLOMonitor(env policy.Env) slomon.Config {
 	c := slomon.DefaultConfig()
 	c.Target = env.SLO.Target
 	return c
@@ -322,7 +326,7 @@ func markDefaultSLOMonitor(env Env) slomon.Config {
 // dearer or worse than BATCH's choice when that choice meets the guard); (B, T) are then
 // re-fitted online at that memory under both constraints (§VI-D). It also tabulates the
 // optimiser's cost per request over a range of rates for the tier choice.
-func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless, error) {
+func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.Serverless, error) {
 	// The analytic model has deterministic service and no cold starts; aiming it at a tighter
 	// percentile leaves the rest of the error budget to noise and cold starts.
 	pct := 1 - (1-env.SLO.Target)*o.PercentileMargin
@@ -332,22 +336,22 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 	slo := time.Duration(float64(env.SLO.Threshold) * o.LatencyGuard)
 	pricing := analytic.Pricing{USDPerGBSecond: env.Catalog.Serverless.PricePerGBSecond,
 		USDPerInvocation: env.Catalog.Serverless.PricePerInvocation, Granularity: env.Catalog.Serverless.Granularity}
-	svcAt := func(mem int) (memoryService, error) {
+	svcAt := func(mem int) (batch.MemoryService, error) {
 		c, err := env.Model.Serverless.At(mem)
 		if err != nil {
-			return memoryService{}, err
+			return batch.MemoryService{}, err
 		}
-		return memoryService{curve: c, memoryMB: mem, maxBatch: min(o.MaxBatch, servingBatchLimit(env.Model.Serverless, c))}, nil
+		return batch.MemoryService{Curve: c, MemoryMB: mem, MaxBatch: min(o.MaxBatch, servingBatchLimit(env.Model.Serverless, c))}, nil
 	}
 	// BATCH's own problem, the reference (nil without one, or when BATCH cannot run this model:
 	// e.g. a table profile without a 3008 MB row).
 	var ref *analytic.Reference
 	refMem := 0
 	if o.Reference == ReferenceBatch {
-		if rsvc, rpc, err := batchProblem(env, defaultBatchOptions()); err == nil {
+		if rsvc, rpc, err := batch.Problem(env, batch.DefaultOptions()); err == nil {
 			ref = &analytic.Reference{Service: rsvc, Percentile: rpc.Percentile, SLO: rpc.SLO, Grid: rpc.Grid,
 				Pricing: rpc.Pricing, ServiceCV: o.ServiceCV}
-			refMem = rsvc.memoryMB
+			refMem = rsvc.MemoryMB
 		}
 	}
 	// The memory choice and the rate table search a coarse timeout grid (50 ms steps): they only
@@ -363,10 +367,10 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 		r.Grid.TimeoutStep, r.Grid.TimeoutMax = step, max(step, r.Grid.TimeoutMax/step*step)
 		return r.Floor(a, pricing)
 	}
-	optimize := func(svc memoryService, a *analytic.MAP, f analytic.AttainmentSpec, step time.Duration) (analytic.Plan, error) {
+	optimize := func(svc batch.MemoryService, a *analytic.MAP, f analytic.AttainmentSpec, step time.Duration) (analytic.Plan, error) {
 		return analytic.Optimize(analytic.Problem{Arrivals: a, Service: svc, Percentile: pct, Objective: analytic.MinCost,
-			SLO: slo, Grid: analytic.Grid{MemoryMinMB: svc.memoryMB, MemoryMaxMB: svc.memoryMB, MemoryStepMB: 1,
-				MaxBatch: svc.maxBatch, TimeoutStep: step, TimeoutMax: max(step, o.TimeoutMax/step*step)}, Pricing: pricing,
+			SLO: slo, Grid: analytic.Grid{MemoryMinMB: svc.MemoryMB, MemoryMaxMB: svc.MemoryMB, MemoryStepMB: 1,
+				MaxBatch: svc.MaxBatch, TimeoutStep: step, TimeoutMax: max(step, o.TimeoutMax/step*step)}, Pricing: pricing,
 			Attainment: f})
 	}
 	mean := env.Load.MeanRPS
@@ -382,7 +386,7 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 			sort.Ints(mems)
 		}
 	}
-	var best memoryService
+	var best batch.MemoryService
 	bestCost, found := math.Inf(1), false
 	meanArr, err := poisson(mean)
 	if err != nil {
@@ -392,7 +396,7 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 	// memory can (then the floor is dropped, as in analytic.Optimize).
 	meanFloor := floor(meanArr, coarse)
 	type priced struct {
-		svc     memoryService
+		svc     batch.MemoryService
 		cost    float64
 		reaches bool
 	}
@@ -445,14 +449,14 @@ func (s *sloservePolicy) serverless(env Env, o SloserveServerless) (*Serverless,
 
 	pc := analytic.DefaultPolicyConfig()
 	pc.Window, pc.Period = o.Window, o.Period
-	pc.Grid = analytic.Grid{MemoryMinMB: best.memoryMB, MemoryMaxMB: best.memoryMB, MemoryStepMB: 1, MaxBatch: best.maxBatch,
+	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
 	online, err := analytic.NewOnline(pc, best)
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
-	return &Serverless{MemoryMB: best.memoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.curve,
+	return &policy.Serverless{MemoryMB: best.MemoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.Curve,
 		slack: env.SLO.Threshold - slo}}, nil
 }
 
@@ -480,7 +484,7 @@ func candidateMemories(mc profile.MemoryCurves, tier cost.Serverless) []int {
 			out = append(out, m)
 		}
 	default:
-		out = []int{DefaultLambdaMemoryMB}
+		out = []int{policy.DefaultLambdaMemoryMB}
 	}
 	seen := map[int]bool{}
 	res := out[:0]
@@ -499,7 +503,7 @@ func candidateMemories(mc profile.MemoryCurves, tier cost.Serverless) []int {
 // dollars per second: BATCH's optimal cost per request at the nearest tabulated rate at or
 // below rate (fewer arrivals fill fewer batches: the conservative side). +Inf when the tier
 // cannot meet the SLO or the model has none.
-func (s *sloservePolicy) serverlessCost(rate float64) float64 {
+func (s *modelPolicy) serverlessCost(rate float64) float64 {
 	if !s.hasSL || len(s.slRates) == 0 {
 		return math.Inf(1)
 	}
@@ -516,7 +520,7 @@ func (s *sloservePolicy) serverlessCost(rate float64) float64 {
 
 // vmCost is the VM tier's spend for rate req/s as MArk's planner buys it, in dollars per second:
 // the cheapest whole number of one type covering rate × headroom at μ* (+Inf without a VM tier).
-func (s *sloservePolicy) vmCost(rate float64) float64 {
+func (s *modelPolicy) vmCost(rate float64) float64 {
 	if s.mark == nil {
 		return math.Inf(1)
 	}
@@ -524,7 +528,7 @@ func (s *sloservePolicy) vmCost(rate float64) float64 {
 		return 0
 	}
 	best := math.Inf(1)
-	for _, t := range s.mark.types {
+	for _, t := range s.mark.Types() {
 		if !t.Feasible || t.Capacity <= 0 {
 			continue
 		}
@@ -535,9 +539,9 @@ func (s *sloservePolicy) vmCost(rate float64) float64 {
 }
 
 // cheapest is the VM type with the lowest price per unit of capacity.
-func (s *sloservePolicy) cheapest() planner.InstanceType {
+func (s *modelPolicy) cheapest() planner.InstanceType {
 	var c planner.InstanceType
-	for _, t := range s.mark.types {
+	for _, t := range s.mark.Types() {
 		if t.Feasible && (c.Name == "" || t.PricePerHour/t.Capacity < c.PricePerHour/c.Capacity) {
 			c = t
 		}
@@ -547,29 +551,29 @@ func (s *sloservePolicy) cheapest() planner.InstanceType {
 
 // route sends the base load to the chosen tier; on the VM tier MArk's Bouncer spills what the
 // fleet cannot finish in time to the serverless tier (or keeps it when there is none).
-func (s *sloservePolicy) route(r Request, v TierView, now time.Time) Route {
+func (s *modelPolicy) route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
 	switch {
 	case s.mark == nil || (s.tier == TierServerless && s.hasSL):
-		return RouteServerless
+		return policy.RouteServerless
 	case !s.hasSL:
-		return RouteVM
+		return policy.RouteVM
 	}
-	return s.mark.route(r, v, now)
+	return s.mark.Route(r, v, now)
 }
 
 // Scale implements autoscale.Scaler: MArk's scaler runs every time (it feeds the forecaster and
 // the SLO monitor); once per forecast unit the tier is chosen by pricing the planner's look-ahead
 // on both tiers; on the serverless tier MArk's launches are dropped and the fleet drained.
-func (s *sloservePolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
+func (s *modelPolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
 	d := s.mark.Scale(snap, now)
 	if s.force == TierAuto && s.hasSL && !now.Before(s.nextTier) {
-		s.nextTier = now.Add(s.mark.unit)
+		s.nextTier = now.Add(s.mark.Unit())
 		// VMs are bought for the peak (MArk covers the forecast maximum); serverless is paid per
 		// request, so it is priced at the mean — of the forecast and of the last HistoryLen
 		// samples, whichever is higher (a periodic trace's forecast can sit in a trough).
-		peak, mean := s.mark.mon.Current(), 0.0
-		if s.mark.mon.Len() > 0 {
-			f := s.mark.fc.Forecast(s.lookahead)
+		peak, mean := s.mark.Monitor().Current(), 0.0
+		if s.mark.Monitor().Len() > 0 {
+			f := s.mark.Forecaster().Forecast(s.lookahead)
 			for _, r := range f {
 				peak = max(peak, r)
 				mean += r / float64(len(f))
@@ -635,7 +639,7 @@ func (s *sloservePolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale
 			if first != "" {
 				d.Terminate = removeID(d.Terminate, first)
 			} else {
-				d.Launch = append(d.Launch, s.mark.spec(s.cheapest().Name))
+				d.Launch = append(d.Launch, s.mark.Spec(s.cheapest().Name))
 			}
 			d.Reason = sloReasonFloor
 		}
@@ -731,5 +735,5 @@ func (p *prefixed) Decide(q batching.Queue, now time.Time) batching.Decision {
 	return d
 }
 
-// resolvePaths makes the embedded MArk options' files relative to the config file.
-func (o *SloserveOptions) resolvePaths(resolve func(string) string) { o.Mark.resolvePaths(resolve) }
+// ResolvePaths makes the embedded MArk options' files relative to the config file.
+func (o *Options) ResolvePaths(resolve func(string) string) { o.Mark.ResolvePaths(resolve) }
