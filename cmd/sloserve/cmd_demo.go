@@ -14,6 +14,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -29,9 +30,53 @@ const (
 	demoSeed     = 1
 )
 
+// demoOptions are the demo's flags, validated: the served model and its batching, the load, the
+// fleet controller and the faults to inject.
+type demoOptions struct {
+	asJSON, verbose bool
+	policy          string        // batching policy: none, fixed or mlproxy
+	rps             float64       // mean request rate of the Poisson phase (requests/s)
+	dur             time.Duration // length of the load
+	model           string        // bundled model to serve
+	payloads        []load.Payload
+	instances       int     // worker processes serving the model
+	slots           int     // batches one worker takes at once
+	sloMS           float64 // latency SLO threshold (ms), target 0.98
+	ctlName         string  // fleet controller, config.ControllerNone for a static fleet
+	workerRPS       float64 // nominal rate one worker serves (requests/s), for the controller
+	chaos           bool    // inject faults during the load
+	chaosCfg        chaos.Config
+}
+
+// demoRun is what the demo measured: the Summary and, with a controller, the instance timeline.
+type demoRun struct {
+	summary slo.Summary
+	line    []controller.Point
+}
+
 // runDemo starts the gateway and local workers in-process, drives open-loop load (a Poisson
 // phase, then a bursty MMPP(2) phase) and prints the Summary.
 func runDemo(ctx context.Context, args []string, e env) error {
+	o, err := parseDemoFlags(args)
+	if err != nil {
+		return err
+	}
+	progress, logw := e.stdout, io.Discard
+	if o.asJSON {
+		progress = io.Discard
+	}
+	if o.verbose {
+		logw = e.stderr
+	}
+	r, err := driveDemo(ctx, o, progress, slog.New(slog.NewTextHandler(logw, nil)))
+	if err != nil {
+		return err
+	}
+	return printDemo(e.stdout, o, r)
+}
+
+// parseDemoFlags parses and validates the demo's flags; a bad one is a usage error naming it.
+func parseDemoFlags(args []string) (demoOptions, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the Summary as JSON")
 	policy := fs.String("batching", batching.PolicyMLProxy, "batching `policy`: none, fixed or mlproxy")
@@ -48,72 +93,88 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), sloserve, mark, target-tracking, knative or infless; with one, the load ramps calm → burst → calm")
 	workerRPS := fs.Float64("worker-rps", 0, "nominal `rate` one worker serves (requests/s) for the controller; 0 = --rps/2")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return demoOptions{}, err
 	}
-	switch {
-	case !slices.Contains([]string{batching.PolicyNone, batching.PolicyFixed, batching.PolicyMLProxy}, *policy):
-		return usagef("demo: --batching must be none, fixed or mlproxy, got %q", *policy)
-	case !(*rps > 0) || *rps > 5000:
-		return usagef("demo: --rps must be in (0, 5000], got %v", *rps)
-	case *dur < 3*time.Second || *dur > time.Hour:
-		return usagef("demo: --duration must be in [3s, 1h], got %v", *dur)
-	case *instances < 1 || *instances > 8:
-		return usagef("demo: --instances must be in [1, 8], got %d", *instances)
-	case *slots < 1 || *slots > 64:
-		return usagef("demo: --slots must be in [1, 64], got %d", *slots)
-	case !(*sloMS > 0):
-		return usagef("demo: --slo-ms must be > 0, got %v", *sloMS)
-	case !slices.Contains(config.ControllerPolicies(), *ctlName):
-		return usagef("demo: --controller must be one of %v, got %q", config.ControllerPolicies(), *ctlName)
-	case *workerRPS < 0:
-		return usagef("demo: --worker-rps must be ≥ 0, got %v", *workerRPS)
-	case *chaosEvery < 100*time.Millisecond:
-		return usagef("demo: --chaos-every must be ≥ 100ms, got %v", *chaosEvery)
+	o := demoOptions{asJSON: *asJSON, verbose: *verbose, policy: *policy, rps: *rps, dur: *dur, model: *model,
+		instances: *instances, slots: *slots, sloMS: *sloMS, ctlName: *ctlName, workerRPS: *workerRPS, chaos: *chaosOn}
+	if err := o.validate(*chaosEvery); err != nil {
+		return demoOptions{}, err
 	}
-	cc := chaos.DefaultConfig()
-	cc.Every = *chaosEvery
+	o.chaosCfg = chaos.DefaultConfig()
+	o.chaosCfg.Every = *chaosEvery
 	for _, k := range strings.Split(*chaosKinds, ",") {
-		cc.Kinds = append(cc.Kinds, chaos.Kind(strings.TrimSpace(k)))
+		o.chaosCfg.Kinds = append(o.chaosCfg.Kinds, chaos.Kind(strings.TrimSpace(k)))
 	}
-	if err := cc.Validate(); err != nil {
-		return usagef("demo: --chaos-kinds / --chaos-every: %v", err)
+	if err := o.chaosCfg.Validate(); err != nil {
+		return demoOptions{}, usagef("demo: --chaos-kinds / --chaos-every: %v", err)
 	}
-	if *chaosOn && !flagSet(fs, "instances") {
-		*instances = 3 // a fault then leaves two of three workers serving
+	if o.chaos && !flagSet(fs, "instances") {
+		o.instances = 3 // a fault then leaves two of three workers serving
 	}
-	payloads, err := samplePayloads(*model)
-	if err != nil {
-		return usagef("demo: --model: %v", err)
+	var err error
+	if o.payloads, err = samplePayloads(o.model); err != nil {
+		return demoOptions{}, usagef("demo: --model: %v", err)
 	}
+	if o.ctlName != config.ControllerNone && o.workerRPS == 0 {
+		o.workerRPS = o.rps / 2
+	}
+	return o, nil
+}
+
+// validate checks the demo's numeric and named flags (chaosEvery is --chaos-every).
+func (o demoOptions) validate(chaosEvery time.Duration) error {
+	switch {
+	case !slices.Contains([]string{batching.PolicyNone, batching.PolicyFixed, batching.PolicyMLProxy}, o.policy):
+		return usagef("demo: --batching must be none, fixed or mlproxy, got %q", o.policy)
+	case !(o.rps > 0) || o.rps > 5000:
+		return usagef("demo: --rps must be in (0, 5000], got %v", o.rps)
+	case o.dur < 3*time.Second || o.dur > time.Hour:
+		return usagef("demo: --duration must be in [3s, 1h], got %v", o.dur)
+	case o.instances < 1 || o.instances > 8:
+		return usagef("demo: --instances must be in [1, 8], got %d", o.instances)
+	case o.slots < 1 || o.slots > 64:
+		return usagef("demo: --slots must be in [1, 64], got %d", o.slots)
+	case !(o.sloMS > 0):
+		return usagef("demo: --slo-ms must be > 0, got %v", o.sloMS)
+	case !slices.Contains(config.ControllerPolicies(), o.ctlName):
+		return usagef("demo: --controller must be one of %v, got %q", config.ControllerPolicies(), o.ctlName)
+	case o.workerRPS < 0:
+		return usagef("demo: --worker-rps must be ≥ 0, got %v", o.workerRPS)
+	case chaosEvery < 100*time.Millisecond:
+		return usagef("demo: --chaos-every must be ≥ 100ms, got %v", chaosEvery)
+	}
+	return nil
+}
+
+// demoConfig is the configuration the demo serves with: a gateway on a free local port, local
+// workers, and the one model with its SLO, fleet and batching from o.
+func demoConfig(o demoOptions) (config.Config, config.Model) {
 	cfg := config.Default()
 	cfg.Gateway.Addr = "127.0.0.1:0"
 	cfg.Workers.Runtime, cfg.Workers.ONNXRuntimeLib = workerRuntime()
-	cfg.Controller.Policy = *ctlName
-	m := config.DefaultModel(*model)
-	m.SLO = config.SLO{ThresholdMS: *sloMS, Target: 0.98}
-	m.Instances = *instances
-	m.Slots = *slots
-	m.Batching.Policy = *policy
+	cfg.Controller.Policy = o.ctlName
+	m := config.DefaultModel(o.model)
+	m.SLO = config.SLO{ThresholdMS: o.sloMS, Target: 0.98}
+	m.Instances = o.instances
+	m.Slots = o.slots
+	m.Batching.Policy = o.policy
 	m.Batching.SLO = m.SLO.Spec().Threshold
 	m.Batching.MaxWait = min(m.Batching.MaxWait, m.Batching.SLO/4)
-	if *ctlName != config.ControllerNone {
-		if *workerRPS == 0 {
-			*workerRPS = *rps / 2
-		}
-		demoController(&cfg, &m, *ctlName, *workerRPS)
+	if o.ctlName != config.ControllerNone {
+		demoController(&cfg, &m, o.ctlName, o.workerRPS)
 	}
 	cfg.Models = []config.Model{m}
-	logw := io.Discard
-	if *verbose {
-		logw = e.stderr
-	}
-	log := slog.New(slog.NewTextHandler(logw, nil))
-	if !*asJSON {
-		fmt.Fprintf(e.stdout, "starting %d %s worker(s) for %s (runtime %s), batching %s ...\n", *instances, "sloserve", *model, cfg.Workers.Runtime, *policy)
-	}
+	return cfg, m
+}
+
+// driveDemo starts the stack, warms it up, drives the measured load (with faults under --chaos)
+// and returns what it measured; progress lines go to progress.
+func driveDemo(ctx context.Context, o demoOptions, progress io.Writer, log *slog.Logger) (demoRun, error) {
+	cfg, m := demoConfig(o)
+	fmt.Fprintf(progress, "starting %d %s worker(s) for %s (runtime %s), batching %s ...\n", o.instances, "sloserve", o.model, cfg.Workers.Runtime, o.policy)
 	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return demoRun{}, fmt.Errorf("demo: %w", err)
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -122,60 +183,78 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}()
 	spec := m.SLO.Spec()
 	// Warm-up: one second at a tenth of the rate, not recorded (connections, first batches).
-	if _, err := load.Run(ctx, load.Config{Target: st.URL, Model: *model, Arrivals: trace.Poisson(*rps/10, demoSeed+1),
-		Duration: time.Second, MaxRequests: 1 << 20, Payloads: payloads, SLO: spec}); err != nil {
-		return fmt.Errorf("demo: warm-up: %w", err)
+	if _, err := load.Run(ctx, load.Config{Target: st.URL, Model: o.model, Arrivals: trace.Poisson(o.rps/10, demoSeed+1),
+		Duration: time.Second, MaxRequests: 1 << 20, Payloads: o.payloads, SLO: spec}); err != nil {
+		return demoRun{}, fmt.Errorf("demo: warm-up: %w", err)
 	}
-	before, _ := st.Gateway.Stats(*model)
-	ctlBefore, _ := st.Controller.View(*model)
+	before, _ := st.Gateway.Stats(o.model)
+	ctlBefore, _ := st.Controller.View(o.model)
 	loadStart := time.Now()
-	poisson := *dur * 2 / 3
-	// MMPP(2): a calm phase at half the rate and a burst at 2.5×, switching every 2 s on average.
-	burst := trace.MMPP2(0.5**rps, 2.5**rps, 0.5, 0.5)
-	arrivals := load.Phases(
-		load.Phase{Name: "poisson", Arrivals: trace.Poisson(*rps, demoSeed), Duration: poisson},
-		load.Phase{Name: "mmpp", Arrivals: burst.Arrivals(demoSeed), Duration: *dur - poisson},
-	)
-	traceName, desc := "demo-poisson+mmpp", fmt.Sprintf("load: %v Poisson at %.0f rps, then %v MMPP(2) switching between %.0f and %.0f rps ...\n",
-		poisson.Round(time.Second), *rps, (*dur-poisson).Round(time.Second), 0.5**rps, 2.5**rps)
-	if *ctlName != config.ControllerNone {
-		arrivals, desc = demoRamp(*rps, *dur)
-		traceName = "demo-calm+burst+calm"
-		desc = fmt.Sprintf("controller %s: workers of %.0f rps nominal, %d … %d instances\n", *ctlName, *workerRPS, cfg.Controller.MinInstances, cfg.Controller.MaxInstances) + desc
+	arrivals, traceName, desc := demoArrivals(o, cfg.Controller)
+	fmt.Fprint(progress, desc)
+	monkey, stopChaos, err := startDemoChaos(ctx, o, st, progress, log)
+	if err != nil {
+		return demoRun{}, err
 	}
-	if !*asJSON {
-		fmt.Fprint(e.stdout, desc)
-	}
-	var monkey *chaos.Monkey
-	chaosDone := make(chan struct{})
-	if *chaosOn {
-		target, ok := st.Provider.(chaos.Target) // worker processes: the local provider
-		if !ok {
-			return fmt.Errorf("demo: --chaos needs local worker processes, the provider is %T", st.Provider)
-		}
-		if monkey, err = chaos.New(target, cc, log); err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		cctx, stopChaos := context.WithCancel(ctx)
-		defer func() { stopChaos(); <-chaosDone }()
-		go func() { defer close(chaosDone); monkey.Run(cctx) }()
-		if !*asJSON {
-			fmt.Fprintf(e.stdout, "chaos: a random worker is killed, hung or slowed every %v\n", *chaosEvery)
-		}
-	} else {
-		close(chaosDone)
-	}
+	defer stopChaos()
 	res, err := load.Run(ctx, load.Config{
-		Target: st.URL, Model: *model, SLO: spec, Payloads: payloads, Duration: *dur, MaxRequests: 1 << 22,
+		Target: st.URL, Model: o.model, SLO: spec, Payloads: o.payloads, Duration: o.dur, MaxRequests: 1 << 22,
 		Arrivals: arrivals,
-		Policy:   *policy, Trace: traceName,
+		Policy:   o.policy, Trace: traceName,
 	})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return demoRun{}, fmt.Errorf("demo: %w", err)
 	}
-	after, _ := st.Gateway.Stats(*model)
+	after, _ := st.Gateway.Stats(o.model)
+	s := demoSummary(res, gateway.Stats{Batches: after.Batches - before.Batches, Dispatched: after.Dispatched - before.Dispatched}, monkey)
+	line := fillCost(&s, st, o.model, m.InstanceType.Name, ctlBefore, loadStart)
+	return demoRun{summary: s, line: line}, nil
+}
+
+// demoArrivals is the measured load, its trace name and the line describing it: a Poisson phase
+// then a bursty MMPP(2) phase, or with a controller the calm → burst → calm ramp.
+func demoArrivals(o demoOptions, ctl config.Controller) (arrivals trace.Source, traceName, desc string) {
+	if o.ctlName != config.ControllerNone {
+		arrivals, desc = demoRamp(o.rps, o.dur)
+		desc = fmt.Sprintf("controller %s: workers of %.0f rps nominal, %d … %d instances\n", o.ctlName, o.workerRPS, ctl.MinInstances, ctl.MaxInstances) + desc
+		return arrivals, "demo-calm+burst+calm", desc
+	}
+	poisson := o.dur * 2 / 3
+	// MMPP(2): a calm phase at half the rate and a burst at 2.5×, switching every 2 s on average.
+	burst := trace.MMPP2(0.5*o.rps, 2.5*o.rps, 0.5, 0.5)
+	arrivals = load.Phases(
+		load.Phase{Name: "poisson", Arrivals: trace.Poisson(o.rps, demoSeed), Duration: poisson},
+		load.Phase{Name: "mmpp", Arrivals: burst.Arrivals(demoSeed), Duration: o.dur - poisson},
+	)
+	desc = fmt.Sprintf("load: %v Poisson at %.0f rps, then %v MMPP(2) switching between %.0f and %.0f rps ...\n",
+		poisson.Round(time.Second), o.rps, (o.dur - poisson).Round(time.Second), 0.5*o.rps, 2.5*o.rps)
+	return arrivals, "demo-poisson+mmpp", desc
+}
+
+// startDemoChaos starts the chaos monkey on the stack's worker processes under --chaos (else it
+// returns a nil monkey); stop ends it and waits for it.
+func startDemoChaos(ctx context.Context, o demoOptions, st *gateway.Stack, progress io.Writer, log *slog.Logger) (monkey *chaos.Monkey, stop func(), err error) {
+	if !o.chaos {
+		return nil, func() {}, nil
+	}
+	target, ok := st.Provider.(chaos.Target) // worker processes: the local provider
+	if !ok {
+		return nil, nil, fmt.Errorf("demo: --chaos needs local worker processes, the provider is %T", st.Provider)
+	}
+	if monkey, err = chaos.New(target, o.chaosCfg, log); err != nil {
+		return nil, nil, fmt.Errorf("demo: %w", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); monkey.Run(cctx) }()
+	fmt.Fprintf(progress, "chaos: a random worker is killed, hung or slowed every %v\n", o.chaosCfg.Every)
+	return monkey, func() { cancel(); <-done }, nil
+}
+
+// demoSummary is the load's Summary with the exact mean batch size from the gateway's delta
+// stats, the answers per status code and the faults injected (monkey may be nil) as extras.
+func demoSummary(res load.Result, delta gateway.Stats, monkey *chaos.Monkey) slo.Summary {
 	s := res.Summary
-	delta := gateway.Stats{Batches: after.Batches - before.Batches, Dispatched: after.Dispatched - before.Dispatched}
 	s.MeanBatchSize = delta.MeanBatchSize() // exact, from the gateway
 	workPerReq := 0.0
 	if s.Completed > 0 {
@@ -198,16 +277,21 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		s.Extra["chaos_hangs"] = float64(c[chaos.Hang])
 		s.Extra["chaos_slows"] = float64(c[chaos.Slow])
 	}
-	line := fillCost(&s, st, *model, m.InstanceType.Name, ctlBefore, loadStart)
-	if *asJSON {
-		return slo.WriteJSON(e.stdout, s)
+	return s
+}
+
+// printDemo prints the demo's result: the Summary as JSON, or the instance timeline and scaling
+// decisions (with a controller) and the Summary table.
+func printDemo(w io.Writer, o demoOptions, r demoRun) error {
+	if o.asJSON {
+		return slo.WriteJSON(w, r.summary)
 	}
-	if *ctlName != config.ControllerNone {
-		fmt.Fprintln(e.stdout, "instances over time (# ready, + launching, - draining):")
-		printTimeline(e.stdout, line, 2)
-		printDecisions(e.stdout, line)
+	if o.ctlName != config.ControllerNone {
+		fmt.Fprintln(w, "instances over time (# ready, + launching, - draining):")
+		printTimeline(w, r.line, 2)
+		printDecisions(w, r.line)
 	}
-	printSummary(e.stdout, s)
+	printSummary(w, r.summary)
 	return nil
 }
 

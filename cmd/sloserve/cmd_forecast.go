@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,103 +112,141 @@ type backtestReport struct {
 	Seconds float64                 `json:"elapsed_s"`
 }
 
+// backtestOptions are the validated flags of 'forecast backtest'.
+type backtestOptions struct {
+	tracePath string
+	methods   []string // forecasters to score, lower case
+	bc        forecast.BacktestConfig
+	mc        forecast.MonitorConfig
+	forecast  forecast.Options
+	asJSON    bool
+}
+
 // runForecastBacktest runs a rolling-origin backtest of the forecasters on a trace.
 func runForecastBacktest(ctx context.Context, args []string, e env) error {
+	o, err := parseBacktestFlags(args)
+	if err != nil {
+		return err
+	}
+	rep, err := backtest(ctx, o)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return slo.WriteJSON(e.stdout, rep)
+	}
+	return printBacktest(e.stdout, o, rep)
+}
+
+// parseBacktestFlags parses and validates the flags of 'forecast backtest' (reading a --model);
+// a bad one is a usage error naming it.
+func parseBacktestFlags(args []string) (backtestOptions, error) {
+	o := backtestOptions{bc: forecast.DefaultBacktestConfig(), mc: forecast.DefaultMonitorConfig(), forecast: forecast.DefaultOptions()}
+	bc, mc, fo := &o.bc, &o.mc, &o.forecast
 	fs := flag.NewFlagSet("forecast backtest", flag.ContinueOnError)
-	tracePath := fs.String("trace", "", "trace `file` (any format internal/trace reads: t_s,count, t_min,count, step,rps, inter-arrivals, Azure 2019)")
-	asJSON := fs.Bool("json", false, "print the scores as JSON")
-	bc := forecast.DefaultBacktestConfig()
-	mc := forecast.DefaultMonitorConfig()
-	o := forecast.DefaultOptions()
+	fs.StringVar(&o.tracePath, "trace", "", "trace `file` (any format internal/trace reads: t_s,count, t_min,count, step,rps, inter-arrivals, Azure 2019)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the scores as JSON")
 	fs.IntVar(&bc.Horizon, "horizon", bc.Horizon, "units forecast and scored after each origin (P_w)")
 	fs.IntVar(&bc.Warmup, "warmup", bc.Warmup, "units observed before the first origin")
 	fs.IntVar(&bc.Stride, "stride", bc.Stride, "units between origins")
 	fs.IntVar(&bc.InitialTrainSteps, "train-steps", bc.InitialTrainSteps, "LSTM training steps before the first origin")
 	fs.IntVar(&bc.TrainStepsPerOrigin, "train-steps-per-origin", bc.TrainStepsPerOrigin, "LSTM training steps at every later origin")
-	fs.IntVar(&o.Season, "season", o.Season, "Holt-Winters seasonal period in units")
-	seed := fs.Uint64("seed", o.Seed, "seed of the LSTM")
+	fs.IntVar(&fo.Season, "season", fo.Season, "Holt-Winters seasonal period in units")
+	fs.Uint64Var(&fo.Seed, "seed", fo.Seed, "seed of the LSTM")
 	modelPath := fs.String("model", "", "pre-trained LSTM `file` ('forecast train --out'): the lstm method starts from it; --train-steps then defaults to 0")
 	methods := fs.String("methods", strings.Join(forecast.Methods(), ","), "comma-separated methods: "+strings.Join(forecast.Methods(), ", "))
 	fs.DurationVar(&mc.Unit, "unit", mc.Unit, "prediction unit P_u")
 	fs.DurationVar(&mc.SampleInterval, "sample", mc.SampleInterval, "arrival-rate sample interval P_s")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return o, err
 	}
-	if *tracePath == "" {
-		return usagef("forecast backtest: --trace is required")
+	if o.tracePath == "" {
+		return o, usagef("forecast backtest: --trace is required")
 	}
-	o.Seed = *seed
 	if *modelPath != "" {
 		m, err := forecast.ReadLSTMModelFile(*modelPath)
 		if err != nil {
-			return usagef("forecast backtest: --model: %v", err)
+			return o, usagef("forecast backtest: --model: %v", err)
 		}
-		o.LSTM = &m
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "train-steps" })
-		if !set {
+		fo.LSTM = &m
+		if !flagSet(fs, "train-steps") {
 			bc.InitialTrainSteps = 0
 		}
 	}
 	if err := bc.Validate(); err != nil {
-		return usagef("forecast backtest: %v", err)
+		return o, usagef("forecast backtest: %v", err)
 	}
 	if err := mc.Validate(); err != nil {
-		return usagef("forecast backtest: %v", err)
+		return o, usagef("forecast backtest: %v", err)
 	}
-	if err := o.Validate(); err != nil {
-		return usagef("forecast backtest: --season: %v", err)
+	if err := fo.Validate(); err != nil {
+		return o, usagef("forecast backtest: --season: %v", err)
 	}
+	var err error
+	o.methods, err = forecastMethods(*methods)
+	return o, err
+}
+
+// forecastMethods are the known forecasters --methods names (comma-separated, any case).
+func forecastMethods(list string) ([]string, error) {
 	var names []string
 	known := map[string]bool{}
 	for _, m := range forecast.Methods() {
 		known[m] = true
 	}
-	for _, m := range strings.Split(*methods, ",") {
+	for _, m := range strings.Split(list, ",") {
 		m = strings.TrimSpace(strings.ToLower(m))
 		if m == "" {
 			continue
 		}
 		if !known[m] {
-			return usagef("forecast backtest: --methods: unknown method %q (known: %s)", m, strings.Join(forecast.Methods(), ", "))
+			return nil, usagef("forecast backtest: --methods: unknown method %q (known: %s)", m, strings.Join(forecast.Methods(), ", "))
 		}
 		names = append(names, m)
 	}
 	if len(names) == 0 {
-		return usagef("forecast backtest: --methods: no method given")
+		return nil, usagef("forecast backtest: --methods: no method given")
 	}
-	units, err := traceUnits(*tracePath, mc)
+	return names, nil
+}
+
+// backtest scores the methods on the trace's unit maxima (forecast.Backtest) and names the best
+// by RMSE.
+func backtest(ctx context.Context, o backtestOptions) (backtestReport, error) {
+	units, err := traceUnits(o.tracePath, o.mc)
 	if err != nil {
-		return fmt.Errorf("forecast backtest: %w", err)
+		return backtestReport{}, fmt.Errorf("forecast backtest: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return backtestReport{}, err
 	}
 	start := time.Now()
-	scores, err := forecast.Backtest(units, names, o, bc)
+	scores, err := forecast.Backtest(units, o.methods, o.forecast, o.bc)
 	if err != nil {
-		return fmt.Errorf("forecast backtest: %w", err)
+		return backtestReport{}, fmt.Errorf("forecast backtest: %w", err)
 	}
-	rep := backtestReport{Trace: filepath.Base(*tracePath), Units: len(units), UnitS: mc.Unit.Seconds(), Config: bc, Scores: scores, Seconds: time.Since(start).Seconds()}
+	rep := backtestReport{Trace: filepath.Base(o.tracePath), Units: len(units), UnitS: o.mc.Unit.Seconds(), Config: o.bc, Scores: scores, Seconds: time.Since(start).Seconds()}
 	for i, sc := range scores {
 		if i == 0 || sc.RMSE < scores[indexOf(scores, rep.Best)].RMSE {
 			rep.Best = sc.Method
 		}
 	}
-	if *asJSON {
-		return slo.WriteJSON(e.stdout, rep)
-	}
-	fmt.Fprintf(e.stdout, "trace %s: %d units of %v, horizon %d, warm-up %d, stride %d (%.1f s)\n",
-		rep.Trace, rep.Units, mc.Unit, bc.Horizon, bc.Warmup, bc.Stride, rep.Seconds)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	return rep, nil
+}
+
+// printBacktest prints the scores as a table and the best method.
+func printBacktest(w io.Writer, o backtestOptions, rep backtestReport) error {
+	fmt.Fprintf(w, "trace %s: %d units of %v, horizon %d, warm-up %d, stride %d (%.1f s)\n",
+		rep.Trace, rep.Units, o.mc.Unit, o.bc.Horizon, o.bc.Warmup, o.bc.Stride, rep.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\tRMSE (req/s)\tMAPE %\tRMSE/EWMA\tMAPE/EWMA\torigins\t")
-	for _, sc := range scores {
+	for _, sc := range rep.Scores {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.2f\t%.3f\t%.3f\t%d\t\n", sc.Method, sc.RMSE, sc.MAPE, sc.RMSERatio, sc.MAPERatio, sc.Origins)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "best: %s\n", rep.Best)
+	_, err := fmt.Fprintf(w, "best: %s\n", rep.Best)
 	return err
 }
 

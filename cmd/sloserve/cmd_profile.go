@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -27,78 +28,29 @@ type profileEntry struct {
 	Accuracy float64 `json:"accuracy,omitempty"`
 }
 
+// profileOptions are the validated flags of `sloserve profile`: what to measure, on which
+// runtimes, and how.
+type profileOptions struct {
+	targets  []profileTarget
+	runtime  string   // --runtime as given: native, onnxruntime or both
+	runtimes []string // the runtimes it names
+	measure  models.ProfileOptions
+	ortLib   string // libonnxruntime.so, "" for the default
+	threads  int    // onnxruntime intra-op threads
+	asJSON   bool
+}
+
 // runProfile measures service time per batch size (and per operator) of bundled models.
 func runProfile(ctx context.Context, args []string, e env) error {
-	opts := models.DefaultProfileOptions()
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	modelFlag := fs.String("model", "", "bundled model `names` (comma-separated), 'all', or a path to a .onnx file")
-	renameFlag(fs, "model", "models")
-	runtime := fs.String("runtime", models.RuntimeNative, "runtime: native, onnxruntime or both")
-	batches := fs.String("batches", "1,8,32,128", "comma-separated batch sizes")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table: one profile object, or {\"profiles\": [...]} for several")
-	fs.BoolVar(&opts.Operators, "operators", false, "also time each operator node (native runtime)")
-	fs.IntVar(&opts.MinRuns, "min-runs", opts.MinRuns, "least timed runs per batch size")
-	fs.IntVar(&opts.MaxRuns, "max-runs", opts.MaxRuns, "most timed runs per batch size")
-	fs.DurationVar(&opts.MinTime, "min-time", opts.MinTime, "least total timed duration per batch size")
-	fs.StringVar(&opts.Clock, "clock", models.ClockThreadCPU, "thread-cpu (service time on a dedicated core; robust on a shared machine) or wall")
-	ortLib := fs.String("onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
-	threads := fs.Int("threads", 1, "onnxruntime intra-op threads")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *modelFlag == "" {
-		return usagef("profile: --models is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
-	}
-	runtimes, err := profileRuntimes(*runtime)
+	o, err := parseProfileFlags(args)
 	if err != nil {
 		return err
 	}
-	if opts.Batches, err = parseBatches(*batches); err != nil {
-		return err
-	}
-	if *threads < 1 {
-		return usagef("profile: --threads %d must be ≥ 1", *threads)
-	}
-	if err := opts.Validate(); err != nil {
-		return usagef("profile: %v", err)
-	}
-	if opts.Operators && *runtime == models.RuntimeONNXRuntime {
-		return usagef("profile: --operators needs --runtime native or both")
-	}
-	targets, err := profileTargets(*modelFlag)
+	report, err := measureProfiles(ctx, o, e.stderr)
 	if err != nil {
 		return err
 	}
-	input, err := profileInput()
-	if err != nil {
-		return err
-	}
-	var report profileReport
-	for _, t := range targets {
-		for _, rt := range runtimes {
-			r, meta, err := models.Open(t.onnx, models.Options{Runtime: rt, Name: t.name, ORTLibrary: *ortLib, IntraOpThreads: *threads})
-			if errors.Is(err, models.ErrRuntimeUnavailable) && *runtime == "both" {
-				fmt.Fprintf(e.stderr, "profile: skipping %s on %s: %v\n", t.name, rt, err)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			po := opts
-			po.Operators = opts.Operators && rt == models.RuntimeNative
-			th := 1
-			if rt == models.RuntimeONNXRuntime {
-				th = *threads
-			}
-			p, err := models.MeasureProfile(ctx, r, meta, th, input, po)
-			r.Close()
-			if err != nil {
-				return err
-			}
-			report.Profiles = append(report.Profiles, profileEntry{Profile: p, Accuracy: t.accuracy})
-		}
-	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if len(report.Profiles) == 1 {
@@ -106,8 +58,87 @@ func runProfile(ctx context.Context, args []string, e env) error {
 		}
 		return enc.Encode(report)
 	}
-	printProfiles(e, report, opts.Batches)
+	printProfiles(e, report, o.measure.Batches)
 	return nil
+}
+
+// parseProfileFlags parses and validates the flags of `sloserve profile` and reads the models
+// they name; a bad one is a usage error naming it.
+func parseProfileFlags(args []string) (profileOptions, error) {
+	o := profileOptions{measure: models.DefaultProfileOptions()}
+	opts := &o.measure
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	modelFlag := fs.String("model", "", "bundled model `names` (comma-separated), 'all', or a path to a .onnx file")
+	renameFlag(fs, "model", "models")
+	fs.StringVar(&o.runtime, "runtime", models.RuntimeNative, "runtime: native, onnxruntime or both")
+	batches := fs.String("batches", "1,8,32,128", "comma-separated batch sizes")
+	fs.BoolVar(&o.asJSON, "json", false, "print JSON instead of a table: one profile object, or {\"profiles\": [...]} for several")
+	fs.BoolVar(&opts.Operators, "operators", false, "also time each operator node (native runtime)")
+	fs.IntVar(&opts.MinRuns, "min-runs", opts.MinRuns, "least timed runs per batch size")
+	fs.IntVar(&opts.MaxRuns, "max-runs", opts.MaxRuns, "most timed runs per batch size")
+	fs.DurationVar(&opts.MinTime, "min-time", opts.MinTime, "least total timed duration per batch size")
+	fs.StringVar(&opts.Clock, "clock", models.ClockThreadCPU, "thread-cpu (service time on a dedicated core; robust on a shared machine) or wall")
+	fs.StringVar(&o.ortLib, "onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
+	fs.IntVar(&o.threads, "threads", 1, "onnxruntime intra-op threads")
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
+	}
+	if *modelFlag == "" {
+		return o, usagef("profile: --models is required (one of %s, 'all', or a .onnx path)", strings.Join(bundled.Names(), ", "))
+	}
+	var err error
+	if o.runtimes, err = profileRuntimes(o.runtime); err != nil {
+		return o, err
+	}
+	if opts.Batches, err = parseBatches(*batches); err != nil {
+		return o, err
+	}
+	if o.threads < 1 {
+		return o, usagef("profile: --threads %d must be ≥ 1", o.threads)
+	}
+	if err := opts.Validate(); err != nil {
+		return o, usagef("profile: %v", err)
+	}
+	if opts.Operators && o.runtime == models.RuntimeONNXRuntime {
+		return o, usagef("profile: --operators needs --runtime native or both")
+	}
+	o.targets, err = profileTargets(*modelFlag)
+	return o, err
+}
+
+// measureProfiles measures every target on every runtime (models.MeasureProfile) on real test
+// images; with --runtime both, a runtime that is unavailable is skipped with a note on stderr.
+func measureProfiles(ctx context.Context, o profileOptions, stderr io.Writer) (profileReport, error) {
+	var report profileReport
+	input, err := profileInput()
+	if err != nil {
+		return report, err
+	}
+	for _, t := range o.targets {
+		for _, rt := range o.runtimes {
+			r, meta, err := models.Open(t.onnx, models.Options{Runtime: rt, Name: t.name, ORTLibrary: o.ortLib, IntraOpThreads: o.threads})
+			if errors.Is(err, models.ErrRuntimeUnavailable) && o.runtime == "both" {
+				fmt.Fprintf(stderr, "profile: skipping %s on %s: %v\n", t.name, rt, err)
+				continue
+			}
+			if err != nil {
+				return report, err
+			}
+			po := o.measure
+			po.Operators = o.measure.Operators && rt == models.RuntimeNative
+			th := 1
+			if rt == models.RuntimeONNXRuntime {
+				th = o.threads
+			}
+			p, err := models.MeasureProfile(ctx, r, meta, th, input, po)
+			r.Close()
+			if err != nil {
+				return report, err
+			}
+			report.Profiles = append(report.Profiles, profileEntry{Profile: p, Accuracy: t.accuracy})
+		}
+	}
+	return report, nil
 }
 
 // profileRuntimes resolves --runtime: native, onnxruntime or both.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -12,137 +12,232 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
 
+// simFlags are the command-line values of `sloserve sim`, before validation.
+type simFlags struct {
+	tracePath, configPath, policy string
+	sloMS, sloTarget              float64 // ms; fraction (0: the config's)
+	seed                          uint64
+	rateScale, maxRPS             float64 // factor; requests/s
+	duration                      time.Duration
+	asJSON, showPlans             bool
+	seriesPath, plotDir           string
+	scoreboard                    bool
+	traceDirs                     string
+	setting, dataDir              string
+	servers                       int
+	meanRPS                       float64 // requests/s
+}
+
+// simOptions is one validated replay: the engine's config, catalog and model, the scaled trace,
+// the policies to compare and where their results go.
+type simOptions struct {
+	cfg         sim.Config
+	cat         cost.Catalog
+	model       profile.Model
+	decoder     func(policy string) func(any) error // per-policy options of --config; nil without one
+	tr          *trace.Trace
+	names       []string
+	skipMissing bool // --policy all: skip the policies not implemented yet
+	single      bool // one policy named: --json prints one Summary, not an array
+	seriesPath  string
+	plotDir     string
+	showPlans   bool
+	asJSON      bool
+}
+
 // runSim is `sloserve sim`: replay a trace through one policy or all of them (docs/sim.md).
 func runSim(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	tracePath := fs.String("trace", "", "arrival trace file (rate series or inter-arrivals; required)")
-	configPath := fs.String("config", "", "sim config YAML (model profiles, catalog, policy options; see examples/sim.yaml)")
-	policy := fs.String("policy", "sloserve", "policy name, comma-separated names, or 'all' (default sloserve; "+strings.Join(sim.Names(), ", ")+")")
-	sloMS := fs.Float64("slo-ms", 0, "SLO latency threshold in ms (default 200, or the config's)")
-	sloTarget := fs.Float64("slo-target", 0, "fraction of requests that must meet the threshold (default 0.98, or the config's)")
-	seed := fs.Uint64("seed", 0, "random seed (default 1, or the config's)")
-	rateScale := fs.Float64("scale", 0, "multiply the trace's request rate by this factor")
-	maxRPS := fs.Float64("max-rps", 0, "rescale the trace so that its highest step rate is this many requests per second (MLProxy §3.5)")
-	duration := fs.Duration("duration", 0, "replay only the first DURATION of the trace")
-	asJSON := fs.Bool("json", false, "print the Summary as JSON (an array with several policies)")
-	showPlans := fs.Bool("plans", false, "print to stderr the serverless buffer plans each policy put in force (the batch policy's (memory, B, T) over the run)")
-	seriesPath := fs.String("series", "", "write the time series of every policy to this CSV file")
-	plotDir := fs.String("plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
-	scoreboard := fs.Bool("scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
-	traceDirs := fs.String("traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
-	setting := fs.String("setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
-	dataDir := fs.String("data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
-	servers := fs.Int("servers", 0, "--setting infless: cluster servers of 16 threads + 1 GPU (default 1024)")
-	meanRPS := fs.Float64("mean-rps", 0, "--setting cocktail: scale the trace sample to this mean rate (default 50)")
-	if err := parseFlags(fs, args); err != nil {
+	f, err := parseSimFlags(args)
+	if err != nil {
 		return err
 	}
-	if *setting != "" {
-		if *scoreboard || *configPath != "" || *seriesPath != "" || *plotDir != "" || *rateScale != 0 || *sloMS != 0 || *sloTarget != 0 || *traceDirs != "" {
-			return usagef("sim: --setting takes only --policy, --trace, --data, --max-rps, --mean-rps, --duration, --servers, --seed and --json")
+	if f.setting != "" {
+		s, err := f.settingOptions()
+		if err != nil {
+			return err
 		}
-		if *servers < 0 || *meanRPS < 0 || *maxRPS < 0 || *duration < 0 {
-			return usagef("sim: --servers, --mean-rps, --max-rps and --duration must be ≥ 0")
-		}
-		return runSimSetting(ctx, e, simSetting{name: *setting, policy: *policy, trace: *tracePath, data: *dataDir, maxRPS: *maxRPS,
-			meanRPS: *meanRPS, duration: *duration, seed: *seed, servers: *servers, asJSON: *asJSON})
+		return runSimSetting(ctx, e, s)
 	}
-	if *servers != 0 || *meanRPS != 0 {
+	if f.servers != 0 || f.meanRPS != 0 {
 		return usagef("sim: --servers and --mean-rps need --setting")
 	}
-	if *scoreboard {
-		if *tracePath != "" || *configPath != "" || *seriesPath != "" || *plotDir != "" || *rateScale != 0 || *maxRPS != 0 {
+	if f.scoreboard {
+		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 {
 			return usagef("sim: --scoreboard takes only --traces, --policy, --duration, --seed and --json")
 		}
-		return runScoreboard(ctx, e, *traceDirs, *policy, *duration, *seed, *asJSON)
+		return runScoreboard(ctx, e, f.traceDirs, f.policy, f.duration, f.seed, f.asJSON)
 	}
-	if *tracePath == "" {
-		return usagef("sim: --trace is required")
+	o, err := f.replayOptions()
+	if err != nil {
+		return err
 	}
-	if *sloMS < 0 {
-		return usagef("sim: --slo-ms must be > 0, got %v", *sloMS)
+	runs, err := simulate(ctx, o, e.stderr)
+	if err != nil {
+		return err
 	}
-	if *sloTarget != 0 && !(*sloTarget > 0 && *sloTarget <= 1) {
-		return usagef("sim: --slo-target must be in (0, 1], got %v", *sloTarget)
-	}
-	if *rateScale < 0 || *maxRPS < 0 || *duration < 0 {
-		return usagef("sim: --scale, --max-rps and --duration must be ≥ 0")
-	}
-	if *rateScale > 0 && *maxRPS > 0 {
-		return usagef("sim: give --scale or --max-rps, not both")
-	}
+	return printSim(e, o, runs)
+}
 
+// parseSimFlags parses the flags of `sloserve sim`.
+func parseSimFlags(args []string) (simFlags, error) {
+	var f simFlags
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.StringVar(&f.tracePath, "trace", "", "arrival trace file (rate series or inter-arrivals; required)")
+	fs.StringVar(&f.configPath, "config", "", "sim config YAML (model profiles, catalog, policy options; see examples/sim.yaml)")
+	fs.StringVar(&f.policy, "policy", "sloserve", "policy name, comma-separated names, or 'all' (default sloserve; "+strings.Join(sim.Names(), ", ")+")")
+	fs.Float64Var(&f.sloMS, "slo-ms", 0, "SLO latency threshold in ms (default 200, or the config's)")
+	fs.Float64Var(&f.sloTarget, "slo-target", 0, "fraction of requests that must meet the threshold (default 0.98, or the config's)")
+	fs.Uint64Var(&f.seed, "seed", 0, "random seed (default 1, or the config's)")
+	fs.Float64Var(&f.rateScale, "scale", 0, "multiply the trace's request rate by this factor")
+	fs.Float64Var(&f.maxRPS, "max-rps", 0, "rescale the trace so that its highest step rate is this many requests per second (MLProxy §3.5)")
+	fs.DurationVar(&f.duration, "duration", 0, "replay only the first DURATION of the trace")
+	fs.BoolVar(&f.asJSON, "json", false, "print the Summary as JSON (an array with several policies)")
+	fs.BoolVar(&f.showPlans, "plans", false, "print to stderr the serverless buffer plans each policy put in force (the batch policy's (memory, B, T) over the run)")
+	fs.StringVar(&f.seriesPath, "series", "", "write the time series of every policy to this CSV file")
+	fs.StringVar(&f.plotDir, "plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
+	fs.BoolVar(&f.scoreboard, "scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
+	fs.StringVar(&f.traceDirs, "traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
+	fs.StringVar(&f.setting, "setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
+	fs.StringVar(&f.dataDir, "data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
+	fs.IntVar(&f.servers, "servers", 0, "--setting infless: cluster servers of 16 threads + 1 GPU (default 1024)")
+	fs.Float64Var(&f.meanRPS, "mean-rps", 0, "--setting cocktail: scale the trace sample to this mean rate (default 50)")
+	if err := parseFlags(fs, args); err != nil {
+		return simFlags{}, err
+	}
+	return f, nil
+}
+
+// settingOptions validates the flags of `sim --setting` into the setting to run.
+func (f simFlags) settingOptions() (simSetting, error) {
+	if f.scoreboard || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.sloMS != 0 || f.sloTarget != 0 || f.traceDirs != "" {
+		return simSetting{}, usagef("sim: --setting takes only --policy, --trace, --data, --max-rps, --mean-rps, --duration, --servers, --seed and --json")
+	}
+	if f.servers < 0 || f.meanRPS < 0 || f.maxRPS < 0 || f.duration < 0 {
+		return simSetting{}, usagef("sim: --servers, --mean-rps, --max-rps and --duration must be ≥ 0")
+	}
+	return simSetting{name: f.setting, policy: f.policy, trace: f.tracePath, data: f.dataDir, maxRPS: f.maxRPS,
+		meanRPS: f.meanRPS, duration: f.duration, seed: f.seed, servers: f.servers, asJSON: f.asJSON}, nil
+}
+
+// replayOptions validates the flags of a trace replay and loads its config, trace and policies.
+func (f simFlags) replayOptions() (simOptions, error) {
+	switch {
+	case f.tracePath == "":
+		return simOptions{}, usagef("sim: --trace is required")
+	case f.sloMS < 0:
+		return simOptions{}, usagef("sim: --slo-ms must be > 0, got %v", f.sloMS)
+	case f.sloTarget != 0 && !(f.sloTarget > 0 && f.sloTarget <= 1):
+		return simOptions{}, usagef("sim: --slo-target must be in (0, 1], got %v", f.sloTarget)
+	case f.rateScale < 0 || f.maxRPS < 0 || f.duration < 0:
+		return simOptions{}, usagef("sim: --scale, --max-rps and --duration must be ≥ 0")
+	case f.rateScale > 0 && f.maxRPS > 0:
+		return simOptions{}, usagef("sim: give --scale or --max-rps, not both")
+	}
+	o := simOptions{seriesPath: f.seriesPath, plotDir: f.plotDir, showPlans: f.showPlans, asJSON: f.asJSON,
+		single: f.policy != "all" && !strings.Contains(f.policy, ",")}
+	if err := f.loadConfig(&o); err != nil {
+		return simOptions{}, err
+	}
+	var err error
+	if o.tr, err = f.openTrace(); err != nil {
+		return simOptions{}, err
+	}
+	if o.names, o.skipMissing, err = simPolicies(f.policy); err != nil {
+		return simOptions{}, err
+	}
+	return o, nil
+}
+
+// loadConfig sets o's engine config, catalog, model and policy options from the defaults, --config
+// and the SLO and seed flags.
+func (f simFlags) loadConfig(o *simOptions) error {
 	var fc *sim.FileConfig
-	if *configPath != "" {
-		c, err := sim.LoadFileConfig(*configPath)
+	if f.configPath != "" {
+		c, err := sim.LoadFileConfig(f.configPath)
 		if err != nil {
 			return usagef("sim: --config: %v", err)
 		}
 		fc = c
 	}
-	cfg := sim.DefaultConfig()
+	o.cfg = sim.DefaultConfig()
 	if fc != nil {
-		if err := fc.Apply(&cfg); err != nil {
+		if err := fc.Apply(&o.cfg); err != nil {
 			return usagef("sim: --config: %v", err)
 		}
+		o.decoder = fc.Decoder
 	}
-	if *sloMS > 0 {
-		cfg.SLO.Threshold = time.Duration(*sloMS * float64(time.Millisecond))
+	if f.sloMS > 0 {
+		o.cfg.SLO.Threshold = time.Duration(f.sloMS * float64(time.Millisecond))
 	}
-	if *sloTarget > 0 {
-		cfg.SLO.Target = *sloTarget
+	if f.sloTarget > 0 {
+		o.cfg.SLO.Target = f.sloTarget
 	}
-	if *seed != 0 {
-		cfg.Seed = *seed
+	if f.seed != 0 {
+		o.cfg.Seed = f.seed
 	}
-	cat, err := fc.LoadCatalog()
-	if err != nil {
+	var err error
+	if o.cat, err = fc.LoadCatalog(); err != nil {
 		return usagef("sim: --config: %v", err)
 	}
-	model, err := fc.LoadModel()
-	if err != nil {
+	if o.model, err = fc.LoadModel(); err != nil {
 		return usagef("sim: --config: %v", err)
 	}
+	return nil
+}
 
-	tr, err := trace.Open(*tracePath)
+// openTrace opens --trace, scaled by --scale or to --max-rps and cut to --duration.
+func (f simFlags) openTrace() (*trace.Trace, error) {
+	tr, err := trace.Open(f.tracePath)
 	if err != nil {
-		return usagef("sim: --trace: %v", err)
+		return nil, usagef("sim: --trace: %v", err)
 	}
-	opts := trace.Options{RateScale: *rateScale, To: *duration}
-	if *maxRPS > 0 {
+	opts := trace.Options{RateScale: f.rateScale, To: f.duration}
+	if f.maxRPS > 0 {
 		peak := tr.MaxRate()
 		if !tr.IsSeries() || peak <= 0 {
-			return usagef("sim: --max-rps needs a rate-series trace with a positive peak")
+			return nil, usagef("sim: --max-rps needs a rate-series trace with a positive peak")
 		}
-		opts.RateScale = *maxRPS / peak
+		opts.RateScale = f.maxRPS / peak
 	}
 	if tr, err = tr.With(opts); err != nil {
-		return usagef("sim: %v", err)
+		return nil, usagef("sim: %v", err)
 	}
+	return tr, nil
+}
 
-	names := []string{*policy}
-	skipMissing := false
+// simPolicies are the policies --policy names (one, a comma-separated list, or all, which skips
+// the ones not implemented yet).
+func simPolicies(policy string) (names []string, skipMissing bool, err error) {
+	names = []string{policy}
 	switch {
-	case *policy == "all":
+	case policy == "all":
 		names, skipMissing = sim.Names(), true
-	case strings.Contains(*policy, ","):
-		names = strings.Split(*policy, ",")
+	case strings.Contains(policy, ","):
+		names = strings.Split(policy, ",")
 	}
 	for _, n := range names {
 		if !contains(sim.Names(), n) {
-			return usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
+			return nil, false, usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
 		}
 	}
+	return names, skipMissing, nil
+}
 
+// simulate replays the trace through each policy (sim.Compare), with a progress bar when stderr
+// is a terminal; the policies skipped are noted on stderr.
+func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]sim.Named, error) {
+	cfg := o.cfg
 	var bar *progressbar.ProgressBar
-	if isTerminal(e.stderr) {
-		total := int64(tr.Duration().Seconds()) * int64(len(names))
-		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(e.stderr),
+	if isTerminal(stderr) {
+		total := int64(o.tr.Duration().Seconds()) * int64(len(o.names))
+		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("simulating"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		var done int64
 		var last time.Duration
@@ -154,31 +249,29 @@ func runSim(ctx context.Context, args []string, e env) error {
 			_ = bar.Set64(done + int64(reached.Seconds()))
 		}
 	}
-	var decoder func(string) func(any) error
-	if fc != nil {
-		decoder = fc.Decoder
-	}
-	runs, skipped, err := sim.Compare(ctx, cfg, &cat, model, tr, names, decoder, skipMissing)
+	runs, skipped, err := sim.Compare(ctx, cfg, &o.cat, o.model, o.tr, o.names, o.decoder, o.skipMissing)
 	if bar != nil {
 		_ = bar.Finish()
 	}
 	if err != nil {
-		if errors.Is(err, sim.ErrNotImplemented) {
-			return fmt.Errorf("sim: %w", err)
-		}
-		return fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(e.stderr, "sim: skipped %v\n", s.Err)
+		fmt.Fprintf(stderr, "sim: skipped %v\n", s.Err)
 	}
+	return runs, nil
+}
 
-	if *seriesPath != "" {
-		if err := writeSeries(*seriesPath, runs); err != nil {
+// printSim writes the runs' series (--series) and plots (--plot), prints their plans to stderr
+// (--plans) and their Summaries to stdout, as JSON or a table.
+func printSim(e env, o simOptions, runs []sim.Named) error {
+	if o.seriesPath != "" {
+		if err := writeSeries(o.seriesPath, runs); err != nil {
 			return err
 		}
 	}
-	if *plotDir != "" {
-		files, err := sim.WritePlots(*plotDir, runs, float64(cfg.SLO.Threshold)/1e6, cfg.SLO.Target)
+	if o.plotDir != "" {
+		files, err := sim.WritePlots(o.plotDir, runs, float64(o.cfg.SLO.Threshold)/1e6, o.cfg.SLO.Target)
 		if err != nil {
 			return err
 		}
@@ -189,7 +282,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	sums := make([]slo.Summary, len(runs))
 	for i, r := range runs {
 		sums[i] = r.Result.Summary
-		if *showPlans {
+		if o.showPlans {
 			for _, pc := range r.Result.Plans {
 				fmt.Fprintf(e.stderr, "sim: %s plan at %v: memory %d MB, B %d, T %v, predicted P%g %.1f ms (service CV %g): %s\n",
 					sums[i].Policy, pc.At.Sub(r.Result.Plans[0].At), pc.Plan.MemoryMB, pc.Plan.MaxBatch, pc.Plan.Timeout,
@@ -197,13 +290,13 @@ func runSim(ctx context.Context, args []string, e env) error {
 			}
 		}
 	}
-	if *asJSON {
-		if len(sums) == 1 && *policy != "all" && !strings.Contains(*policy, ",") {
+	if o.asJSON {
+		if len(sums) == 1 && o.single {
 			return slo.WriteJSON(e.stdout, sums[0])
 		}
 		return slo.WriteJSON(e.stdout, sums)
 	}
-	return printSimTable(e, tr, sums)
+	return printSimTable(e, o.tr, sums)
 }
 
 func contains(xs []string, x string) bool {
