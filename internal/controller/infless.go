@@ -11,6 +11,7 @@ import (
 	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner/infless"
 	"github.com/sloserve/sloserve/internal/policy"
+	_ "github.com/sloserve/sloserve/internal/policy/builtin" // the registry's policies
 	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -76,7 +77,7 @@ func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfi
 	if len(prof.Points) == 0 {
 		return nil, fmt.Errorf("infless %s: the profile has no points", spec.Model)
 	}
-	p, err := inflesspol.New("infless", o)
+	p, err := policy.NewCluster("infless", &o) // the registry the simulator builds from too
 	if err != nil {
 		return nil, fmt.Errorf("infless %s: %w", spec.Model, err)
 	}
