@@ -27,7 +27,11 @@ func (g *Gateway) Ready(ctx context.Context) bool {
 	if g.closed.Load() {
 		return false
 	}
+	t := g.repo.Load()
 	for _, m := range g.ModelNames() {
+		if t != nil && t.internal[m] != t.live[m] {
+			continue // a repository generation loading or retiring: not served
+		}
 		if ids, err := g.Instances(m); err != nil || len(ids) == 0 {
 			return false
 		}

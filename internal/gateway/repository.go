@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,7 @@ var errNoRepository = fmt.Errorf("gateway: %w: no model repository is configured
 type repoTable struct {
 	models   map[string]*repoEntry
 	internal map[string]bool // batcher keys of repository versions: not addressable by name
+	live     map[string]bool // the keys of the published versions (not loading, not retiring)
 }
 
 type repoEntry struct {
@@ -197,7 +199,8 @@ type Repository struct {
 	opts RepositoryOptions
 	log  *slog.Logger
 
-	mu     sync.Mutex // serialises Load, Unload and Step
+	mu     sync.Mutex                 // serialises Load, Unload and Step
+	index  atomic.Pointer[[]indexRow] // the models' states for Index, set by snap
 	gen    int
 	models map[string]*repoModel // every model seen: loaded, loading, failed or unloaded
 	bg     sync.WaitGroup        // retirements of replaced generations
@@ -232,7 +235,7 @@ func NewRepository(g *Gateway, opts RepositoryOptions) (*Repository, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	empty := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}}
+	empty := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}, live: map[string]bool{}}
 	g.repo.CompareAndSwap(nil, empty)
 	g.repoMgr.Store(r)
 	return r, nil
@@ -284,6 +287,7 @@ func (r *Repository) load(ctx context.Context, scan repository.Model) error {
 		r.models[name] = m
 	}
 	m.scan, m.unloaded = scan, false
+	defer r.snap()
 	if scan.Err != nil {
 		if m.loaded == nil {
 			m.state, m.reason = oip.StateUnavailable, scan.Err.Error()
@@ -299,6 +303,8 @@ func (r *Repository) load(ctx context.Context, scan repository.Model) error {
 	if m.loaded == nil {
 		m.state = oip.StateLoading
 	}
+	r.snap()
+	defer r.snap()
 	r.gen++
 	keys, insts, err := r.start(ctx, scan, r.gen)
 	if err != nil {
@@ -347,6 +353,7 @@ func (r *Repository) start(ctx context.Context, scan repository.Model, gen int) 
 		if err := os.Symlink(v.Path, link); err != nil {
 			return keys, insts, fmt.Errorf("load %s: stage version %d: %w", scan.Name, v.Number, err)
 		}
+		r.hide(key)
 		pol, err := r.opts.Policies.New(c.Batching)
 		if err != nil {
 			return keys, insts, fmt.Errorf("%w: load %s: %s: batching: %v", oip.ErrBadRequest, scan.Name, repository.ConfigFile, err)
@@ -409,6 +416,7 @@ func (r *Repository) retire(ctx context.Context, keys map[string]string, insts m
 
 // unload unpublishes m and retires its generation. Called with mu held.
 func (r *Repository) unload(ctx context.Context, name string, m *repoModel, reason string) error {
+	defer r.snap()
 	keys, insts := m.loaded, m.insts
 	m.loaded, m.insts, m.state, m.reason = nil, nil, oip.StateUnavailable, reason
 	r.publish()
@@ -417,9 +425,18 @@ func (r *Repository) unload(ctx context.Context, name string, m *repoModel, reas
 	return ctx.Err()
 }
 
+// hide makes key internal before its batcher is added: a loading generation is neither
+// addressable by name nor counted by Ready. Called with mu held.
+func (r *Repository) hide(key string) {
+	old := r.g.repo.Load()
+	t := &repoTable{models: old.models, internal: maps.Clone(old.internal), live: old.live}
+	t.internal[key] = true
+	r.g.repo.Store(t)
+}
+
 // publish stores the table of the loaded models. Called with mu held.
 func (r *Repository) publish() {
-	t := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}}
+	t := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}, live: map[string]bool{}}
 	for name, m := range r.models {
 		if m.loaded == nil {
 			continue
@@ -428,6 +445,7 @@ func (r *Repository) publish() {
 		for v, key := range m.loaded {
 			e.list = append(e.list, v)
 			t.internal[key] = true
+			t.live[key] = true
 		}
 		slices.SortFunc(e.list, func(a, b string) int {
 			x, _ := strconv.ParseInt(a, 10, 64)
@@ -439,8 +457,11 @@ func (r *Repository) publish() {
 	}
 	// Keys of generations being retired stay internal: a retired version is not addressable.
 	if old := r.g.repo.Load(); old != nil {
+		bs := *r.g.batchers.Load()
 		for k := range old.internal {
-			t.internal[k] = true
+			if _, ok := bs[k]; ok {
+				t.internal[k] = true
+			}
 		}
 	}
 	r.g.repo.Store(t)
@@ -481,6 +502,7 @@ func (r *Repository) Step(ctx context.Context) error {
 		}
 		delete(r.models, name)
 	}
+	r.snap()
 	return errors.Join(errs...)
 }
 
@@ -505,44 +527,47 @@ func (r *Repository) Run(ctx context.Context, every time.Duration, reload <-chan
 	}
 }
 
+// indexRow is one model's state as Index reports it.
+type indexRow struct {
+	name, state, reason string
+	versions            []string          // loaded versions, ascending
+	loaded              map[string]string // version -> batcher key
+}
+
+// snap publishes the models' states for Index, which does not wait for a load in progress.
+// Called with mu held, after every state change.
+func (r *Repository) snap() {
+	rows := make([]indexRow, 0, len(r.models))
+	for name, m := range r.models {
+		row := indexRow{name: name, state: m.state, reason: m.reason, loaded: maps.Clone(m.loaded)}
+		for _, v := range m.scan.Versions {
+			if vs := strconv.FormatInt(v.Number, 10); m.loaded[vs] != "" {
+				row.versions = append(row.versions, vs)
+			}
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b indexRow) int { return strings.Compare(a.name, b.name) })
+	r.index.Store(&rows)
+}
+
 // Index lists the repository's models as Triton's repository index does: one entry per
 // version of a loaded model (READY while it has an instance taking batches, else
 // UNAVAILABLE), and one entry for a model loading, unloaded or broken, with the reason.
 func (r *Repository) Index(ctx context.Context) []oip.RepositoryIndexEntry {
-	r.mu.Lock()
-	type row struct {
-		name   string
-		m      repoModel
-		loaded map[string]string
+	rows := r.index.Load()
+	if rows == nil {
+		return nil
 	}
-	var rows []row
-	for name, m := range r.models {
-		rows = append(rows, row{name, *m, maps.Clone(m.loaded)})
-	}
-	r.mu.Unlock()
-	slices.SortFunc(rows, func(a, b row) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
 	var out []oip.RepositoryIndexEntry
-	for _, rw := range rows {
+	for _, rw := range *rows {
 		if rw.loaded == nil {
-			out = append(out, oip.RepositoryIndexEntry{Name: rw.name, State: rw.m.state, Reason: rw.m.reason})
+			out = append(out, oip.RepositoryIndexEntry{Name: rw.name, State: rw.state, Reason: rw.reason})
 			continue
 		}
-		for _, v := range rw.m.scan.Versions {
-			vs := strconv.FormatInt(v.Number, 10)
-			key, ok := rw.loaded[vs]
-			if !ok {
-				continue
-			}
+		for _, vs := range rw.versions {
 			e := oip.RepositoryIndexEntry{Name: rw.name, Version: vs, State: oip.StateReady}
-			if ids, err := r.g.Instances(key); err != nil || len(ids) == 0 {
+			if ids, err := r.g.Instances(rw.loaded[vs]); err != nil || len(ids) == 0 {
 				e.State, e.Reason = oip.StateUnavailable, "no instance is ready"
 			}
 			out = append(out, e)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -219,6 +220,21 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 
 	stop := make(chan struct{})
 	done := traffic(u+"/v2/models/m/infer", 4, stop)
+	var notReady atomic.Int64 // GET /v2/health/ready answers other than 200 during the reloads
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if a := send(c, "GET", u+"/v2/health/ready", nil); a.code != 200 {
+				notReady.Add(1)
+			}
+		}
+	}()
 	time.Sleep(200 * time.Millisecond)
 	// A reload on request: a new generation, the old one retired once its requests are answered.
 	if a := send(c, "POST", u+"/v2/repository/models/m/load", nil); a.code != 200 {
@@ -239,6 +255,10 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	}
 	if last := as[len(as)-1]; last.version != "3" {
 		t.Errorf("last answer from version %q, want the new default 3", last.version)
+	}
+	<-probed
+	if n := notReady.Load(); n > 0 {
+		t.Errorf("/v2/health/ready was not ready %d times during the reloads", n)
 	}
 	t.Logf("%d requests answered 200 through 3 reloads", len(as))
 
