@@ -316,8 +316,18 @@ func (c Config) Validate() error {
 	if len(c.Models) == 0 && c.ModelRepository == "" {
 		return errors.New("models: at least one model is required (or a model_repository)")
 	}
-	if c.ModelRepository != "" && !(c.RepositoryPoll > 0) {
-		return fmt.Errorf("model_repository_poll: must be > 0, got %v", c.RepositoryPoll)
+	if c.ModelRepository != "" {
+		if !(c.RepositoryPoll > 0) {
+			return fmt.Errorf("model_repository_poll: must be > 0, got %v", c.RepositoryPoll)
+		}
+		if c.Provider.Kind != ProviderLocal && c.Provider.Kind != "" {
+			return fmt.Errorf("model_repository: needs provider.kind local (its workers read the files), got %q", c.Provider.Kind)
+		}
+		for _, a := range c.Workers.Args {
+			if a == "--model-dir" || a == "-model-dir" || strings.HasPrefix(a, "--model-dir=") || strings.HasPrefix(a, "-model-dir=") {
+				return errors.New("model_repository: workers.args must not set --model-dir (the gateway gives the workers the repository's versions)")
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {

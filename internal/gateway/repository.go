@@ -588,27 +588,11 @@ func (r *Repository) Close(ctx context.Context) error {
 	}
 }
 
-// repositoryConfig checks that cfg can serve its model repository.
-func repositoryConfig(cfg config.Config) error {
-	if cfg.ModelRepository == "" {
-		return nil
-	}
-	if cfg.Provider.Kind != config.ProviderLocal && cfg.Provider.Kind != "" {
-		return fmt.Errorf("model_repository: needs provider.kind local (workers read the files), got %q", cfg.Provider.Kind)
-	}
-	for _, a := range cfg.Workers.Args {
-		if a == "--model-dir" || a == "-model-dir" || strings.HasPrefix(a, "--model-dir=") || strings.HasPrefix(a, "-model-dir=") {
-			return errors.New("model_repository: workers.args must not set --model-dir (the gateway gives the workers the repository's versions)")
-		}
-	}
-	return nil
-}
-
 // stageRepository makes the workers' model directory of a configuration with a model
 // repository, and adds it to their arguments. It returns "" without a repository.
 func stageRepository(cfg *config.Config) (string, error) {
-	if err := repositoryConfig(*cfg); err != nil || cfg.ModelRepository == "" {
-		return "", err
+	if cfg.ModelRepository == "" {
+		return "", nil
 	}
 	if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("model_repository: %q is not a directory", cfg.ModelRepository)
