@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -58,15 +59,21 @@ func versionKey(model string, version int64, gen int) string {
 func (g *Gateway) lookup(model, version string) (*batcher, string, error) {
 	if t := g.repo.Load(); t != nil {
 		if e, ok := t.models[model]; ok {
-			if version == "" {
-				version = e.def
+			v := version
+			if v == "" {
+				v = e.def
 			}
-			key, ok := e.versions[version]
+			key, ok := e.versions[v]
 			if !ok {
-				return nil, "", fmt.Errorf("%w: model %q has no version %q (versions %v)", ErrModelNotFound, model, version, e.list)
+				return nil, "", fmt.Errorf("%w: model %q has no version %q (versions %v)", ErrModelNotFound, model, v, e.list)
 			}
 			b, err := g.batcher(key)
-			return b, version, err
+			if err != nil && g.repo.Load() != t {
+				// A reload published a new generation and retired this one since t was read:
+				// publishing precedes retiring, so the new table has the version's new key.
+				return g.lookup(model, version)
+			}
+			return b, v, err
 		}
 		if t.internal[model] {
 			return nil, "", fmt.Errorf("%w: %q", ErrModelNotFound, model)
@@ -203,6 +210,7 @@ type Repository struct {
 	index  atomic.Pointer[[]indexRow] // the models' states for Index, set by snap
 	gen    int
 	models map[string]*repoModel // every model seen: loaded, loading, failed or unloaded
+	seen   map[string]string     // the stamp of each changed model at the previous poll (settle)
 	bg     sync.WaitGroup        // retirements of replaced generations
 }
 
@@ -231,7 +239,7 @@ func NewRepository(g *Gateway, opts RepositoryOptions) (*Repository, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = time.Minute
 	}
-	r := &Repository{g: g, opts: opts, log: opts.Logger, models: map[string]*repoModel{}}
+	r := &Repository{g: g, opts: opts, log: opts.Logger, models: map[string]*repoModel{}, seen: map[string]string{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -349,8 +357,7 @@ func (r *Repository) start(ctx context.Context, scan repository.Model, gen int) 
 	for _, v := range scan.Versions {
 		key := versionKey(scan.Name, v.Number, gen)
 		link := filepath.Join(r.opts.Stage, key+".onnx")
-		os.Remove(link)
-		if err := os.Symlink(v.Path, link); err != nil {
+		if err := stageFile(v.Path, link); err != nil {
 			return keys, insts, fmt.Errorf("load %s: stage version %d: %w", scan.Name, v.Number, err)
 		}
 		r.hide(key)
@@ -398,20 +405,33 @@ func (r *Repository) has(key, id string) bool {
 	return slices.Contains(ids, id)
 }
 
-// retire removes a generation's batchers (their requests answered first) and terminates its
-// instances.
+// retire removes a generation's batchers (their requests answered first), then terminates
+// its instances, in parallel.
 func (r *Repository) retire(ctx context.Context, keys map[string]string, insts map[string][]string) {
+	var wg sync.WaitGroup
 	for _, key := range keys {
-		if err := r.g.RemoveModel(ctx, key); err != nil && !errors.Is(err, ErrModelNotFound) {
-			r.log.Warn("model repository: removing a version", "model", key, "err", err)
-		}
-		for _, id := range insts[key] {
-			if err := r.opts.Provider.Terminate(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
-				r.log.Warn("model repository: terminating an instance", "model", key, "instance", id, "err", err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.g.RemoveModel(ctx, key); err != nil && !errors.Is(err, ErrModelNotFound) {
+				r.log.Warn("model repository: removing a version", "model", key, "err", err)
 			}
-		}
-		os.Remove(filepath.Join(r.opts.Stage, key+".onnx"))
+			os.Remove(filepath.Join(r.opts.Stage, key+".onnx"))
+		}()
 	}
+	wg.Wait()
+	for key, ids := range insts {
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := r.opts.Provider.Terminate(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
+					r.log.Warn("model repository: terminating an instance", "model", key, "instance", id, "err", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
 }
 
 // unload unpublishes m and retires its generation. Called with mu held.
@@ -470,7 +490,9 @@ func (r *Repository) publish() {
 // Step rescans the repository and applies it: models not loaded are loaded (except those
 // unloaded on request whose files did not change, and broken ones already reported), changed
 // ones reloaded, removed ones unloaded. It returns the errors of the models it could not load.
-func (r *Repository) Step(ctx context.Context) error {
+// With settle, a new or changed model is loaded only when a previous Step (with settle) saw it
+// the same: a model being copied or deleted is not loaded half-way.
+func (r *Repository) Step(ctx context.Context, settle bool) error {
 	scans, err := repository.Scan(r.opts.Dir)
 	if err != nil {
 		return err
@@ -485,10 +507,21 @@ func (r *Repository) Step(ctx context.Context) error {
 		switch {
 		case !known:
 		case m.scan.Stamp == s.Stamp && (m.loaded != nil || m.unloaded || m.state == oip.StateUnavailable):
+			delete(r.seen, s.Name)
 			continue // unchanged
 		}
+		if settle && r.seen[s.Name] != s.Stamp {
+			r.seen[s.Name] = s.Stamp // changed since the previous poll: wait until it settles
+			continue
+		}
+		delete(r.seen, s.Name)
 		if err := r.load(ctx, s); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for name := range r.seen {
+		if !seen[name] {
+			delete(r.seen, name)
 		}
 	}
 	for name, m := range r.models {
@@ -506,7 +539,8 @@ func (r *Repository) Step(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run calls Step every interval and whenever reload receives, until ctx ends. Polling the
+// Run calls Step every interval (a change is applied once two polls saw it the same) and
+// whenever reload receives (applied at once), until ctx ends. Polling the
 // files' modification times, rather than inotify, works for every file system (NFS, volumes
 // mounted into containers, ConfigMap symlink swaps) at the cost of one directory walk per
 // interval.
@@ -514,14 +548,16 @@ func (r *Repository) Run(ctx context.Context, every time.Duration, reload <-chan
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		settle := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-reload:
 			r.log.Info("model repository: rescanning on request")
+			settle = false
 		}
-		if err := r.Step(ctx); err != nil && ctx.Err() == nil {
+		if err := r.Step(ctx, settle); err != nil && ctx.Err() == nil {
 			r.log.Warn("model repository: rescan", "err", err)
 		}
 	}
@@ -586,6 +622,31 @@ func (r *Repository) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// stageFile puts a version's model file in the stage as a hard link (a copy across file
+// systems): the generation's workers, restarted or not, read the file as it was when loaded,
+// whatever happens to the repository meanwhile (a file rewritten in place, a model removed).
+func stageFile(src, dst string) error {
+	os.Remove(dst)
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	return out.Close()
 }
 
 // stageRepository makes the workers' model directory of a configuration with a model

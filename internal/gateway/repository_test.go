@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -99,7 +100,7 @@ func repoStack(t *testing.T, dir string) *Stack {
 	cfg.Workers.StateDir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_REPO_WORKER=1"}})
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_REPO_WORKER=1"}, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,15 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	writeRepo(t, dir, map[string]string{"m/3/model.onnx": "logreg.onnx"})
 	st.Reload()
 	waitUntil(t, "version 3 serves", func() bool { return send(c, "POST", u+"/v2/models/m/versions/3/infer", logregBody).code == 200 })
+	// A broken config.yaml: the reload fails, the loaded generation keeps serving.
+	gen := generation(st, "m")
+	writeRepo(t, dir, map[string]string{"m/config.yaml": "slo: {threshold_ms: -4}\n"})
 	time.Sleep(300 * time.Millisecond)
+	if g := generation(st, "m"); g != gen {
+		t.Errorf("a broken config.yaml replaced generation %d by %d", gen, g)
+	}
+	writeRepo(t, dir, map[string]string{"m/config.yaml": "slo: {threshold_ms: 4000, target: 0.99}\n"})
+	waitUntil(t, "the mended config.yaml reloads m", func() bool { return generation(st, "m") > gen })
 	close(stop)
 	as := done()
 	if got := codes(as); len(got) != 1 || got[200] == 0 {
@@ -260,7 +269,7 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	if n := notReady.Load(); n > 0 {
 		t.Errorf("/v2/health/ready was not ready %d times during the reloads", n)
 	}
-	t.Logf("%d requests answered 200 through 3 reloads", len(as))
+	t.Logf("%d requests answered 200 through 4 reloads and a failed one", len(as))
 
 	// Unload under traffic: each request is answered 200 (before) or 404 (after), none lost.
 	stop = make(chan struct{})
@@ -275,9 +284,8 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	if got[200] == 0 || got[404] == 0 || len(got) != 2 {
 		t.Errorf("answers during the unload: %v, want 200 then 404 only", got)
 	}
-	if n := len(st.Gateway.ModelNames()); n != 0 {
-		t.Errorf("gateway still serves %v after the unload", st.Gateway.ModelNames())
-	}
+	// The generations replaced by the reloads retire in the background; the unloaded one is gone.
+	waitUntil(t, "every generation retired", func() bool { return len(st.Gateway.ModelNames()) == 0 })
 	// The poll leaves an unloaded model alone; a load brings it back; removing it from disk
 	// unloads it.
 	time.Sleep(300 * time.Millisecond)
@@ -357,4 +365,12 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// testLogger logs to stderr with GATEWAY_TEST_LOG=1, else discards.
+func testLogger() *slog.Logger {
+	if os.Getenv("GATEWAY_TEST_LOG") != "1" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }

@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		if err != nil {
 			return fail(err)
 		}
-		if err := s.Repository.Step(ctx); err != nil {
+		if err := s.Repository.Step(ctx, false); err != nil {
 			log.Warn("model repository: some models are not served", "err", err)
 		}
 	}
