@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
@@ -23,6 +25,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
 	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
 	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
+	repo := fs.String("model-repository", "", "serve the Triton-style model repository `dir` (<model>/<version>/model.onnx, optional <model>/config.yaml); overrides model_repository; without --config only its models are served")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -32,6 +35,9 @@ func runServe(ctx context.Context, args []string, e env) error {
 		return usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
 	}
 	cfg := defaultServeConfig()
+	if *repo != "" && *path == "" {
+		cfg.Models = nil // only the repository's models
+	}
 	if *path != "" {
 		c, err := config.Load(*path)
 		if err != nil {
@@ -44,6 +50,14 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	if *grpcAddr != "" {
 		cfg.Gateway.GRPCAddr = *grpcAddr
+	}
+	if *repo != "" {
+		cfg.ModelRepository = *repo
+	}
+	if cfg.ModelRepository != "" {
+		if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
+			return usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
+		}
 	}
 	if cfg.Gateway.AdminToken == "" {
 		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
@@ -67,7 +81,18 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if st.GRPCAddr != "" {
 		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)
 	}
-	<-ctx.Done()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-hup:
+			log.Info("SIGHUP: rescanning the model repository", "dir", cfg.ModelRepository)
+			st.Reload()
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	failed, err := st.Close(sctx)

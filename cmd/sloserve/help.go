@@ -22,8 +22,9 @@ type helpText struct {
 var helpTexts = map[string]helpText{
 	"demo": {synopsis: "sloserve demo [--json] [--batching none|fixed|mlproxy] [--rps R] [--duration D] [--controller NAME] [--chaos]",
 		examples: []string{"sloserve demo", "sloserve demo --controller sloserve --duration 30s", "sloserve demo --chaos --json"}},
-	"serve": {synopsis: "sloserve serve [--config FILE] [--addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level LEVEL]",
-		examples: []string{"sloserve serve", "sloserve serve --config examples/serve.yaml --log-level debug"}},
+	"serve": {synopsis: "sloserve serve [--config FILE] [--model-repository DIR] [--addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level LEVEL]",
+		examples: []string{"sloserve serve", "sloserve serve --config examples/serve.yaml --log-level debug",
+			"sloserve serve --model-repository ./repo   # <model>/<version>/model.onnx; kill -HUP rescans (docs/serving.md)"}},
 	"worker": {synopsis: "sloserve worker [--addr HOST:PORT] [--models a,b | --model-dir DIR] [--runtime native|onnxruntime]",
 		examples: []string{"sloserve worker --addr 127.0.0.1:9001 --models logreg,mlp"}},
 	"sim": {synopsis: "sloserve sim --trace FILE [--policy NAME|all] [--config FILE] [--json] | sim --scoreboard | sim --setting infless|cocktail",

@@ -25,8 +25,17 @@ type Config struct {
 	Provider Provider `yaml:"provider"`
 	// Workers configures the local provider that runs `sloserve worker` processes.
 	Workers Workers `yaml:"workers"`
-	// Models lists the served models; at least one.
+	// Models lists the served models; at least one unless ModelRepository is set.
 	Models []Model `yaml:"models"`
+	// ModelRepository is a Triton-style model repository directory (path): every
+	// <dir>/<model>/<version>/model.onnx is served (ONNX through the workers' runtime), each
+	// model with the settings of its optional <dir>/<model>/config.yaml (a models[] entry without
+	// name). "" serves no repository. The gateway rescans it on SIGHUP and every
+	// RepositoryPoll.
+	ModelRepository string `yaml:"model_repository"`
+	// RepositoryPoll is how often the model repository's files are checked for changes
+	// (duration); changed models are reloaded, new ones loaded, removed ones unloaded.
+	RepositoryPoll time.Duration `yaml:"model_repository_poll"`
 	// Ensembles lists Cocktail ensembles over the models, each addressed like a model.
 	Ensembles []Ensemble `yaml:"ensembles"`
 	// Controller sizes each model's fleet.
@@ -166,6 +175,8 @@ func (s SLO) Spec() slo.Spec {
 const (
 	// DefaultAddr is where `sloserve serve` listens: loopback only.
 	DefaultAddr = "127.0.0.1:8080"
+	// DefaultRepositoryPoll checks the model repository for changes every 2 s.
+	DefaultRepositoryPoll = 2 * time.Second
 	// DefaultInstances is one worker per model.
 	DefaultInstances = 1
 	// DefaultSlots is one batch at a time per instance: a worker computes one batch per core.
@@ -210,6 +221,7 @@ func DefaultModel(name string) Model {
 // 127.0.0.1:8080 and no models (the command adds the bundled ones).
 func Default() Config {
 	return Config{
+		RepositoryPoll: DefaultRepositoryPoll,
 		Gateway: Gateway{
 			Addr:                     DefaultAddr,
 			ReadHeaderTimeout:        5 * time.Second,
@@ -301,8 +313,21 @@ func (c Config) Validate() error {
 	if c.Controller.Policy == ControllerINFless && c.Provider.Kind == ProviderKubernetes {
 		return errors.New("controller.policy: infless places instances on controller.cluster's servers, which only provider.kind local accounts for")
 	}
-	if len(c.Models) == 0 {
-		return errors.New("models: at least one model is required")
+	if len(c.Models) == 0 && c.ModelRepository == "" {
+		return errors.New("models: at least one model is required (or a model_repository)")
+	}
+	if c.ModelRepository != "" {
+		if !(c.RepositoryPoll > 0) {
+			return fmt.Errorf("model_repository_poll: must be > 0, got %v", c.RepositoryPoll)
+		}
+		if c.Provider.Kind != ProviderLocal && c.Provider.Kind != "" {
+			return fmt.Errorf("model_repository: needs provider.kind local (its workers read the files), got %q", c.Provider.Kind)
+		}
+		for _, a := range c.Workers.Args {
+			if a == "--model-dir" || a == "-model-dir" || strings.HasPrefix(a, "--model-dir=") || strings.HasPrefix(a, "-model-dir=") {
+				return errors.New("model_repository: workers.args must not set --model-dir (the gateway gives the workers the repository's versions)")
+			}
+		}
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
@@ -312,33 +337,67 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.name: must not be empty", p)
 		case seen[m.Name]:
 			return fmt.Errorf("%s.name: %q appears twice", p, m.Name)
-		case !(m.SLO.ThresholdMS > 0):
-			return fmt.Errorf("%s.slo.threshold_ms: must be > 0, got %v", p, m.SLO.ThresholdMS)
-		case !(m.SLO.Target > 0 && m.SLO.Target <= 1):
-			return fmt.Errorf("%s.slo.target: must be in (0, 1], got %v", p, m.SLO.Target)
-		case m.Instances < 0:
-			return fmt.Errorf("%s.instances: must be ≥ 0, got %d", p, m.Instances)
-		case m.Slots < 1:
-			return fmt.Errorf("%s.slots: must be ≥ 1, got %d", p, m.Slots)
-		case m.QueueLimit < 1:
-			return fmt.Errorf("%s.queue_limit: must be ≥ 1, got %d", p, m.QueueLimit)
-		case m.MaxRows < 0:
-			return fmt.Errorf("%s.max_rows: must be ≥ 0, got %d", p, m.MaxRows)
-		case m.MaxBatchBytes < 0:
-			return fmt.Errorf("%s.max_batch_bytes: must be ≥ 0, got %d", p, m.MaxBatchBytes)
 		}
 		seen[m.Name] = true
-		if err := m.InstanceType.validate(p); err != nil {
+		if err := m.validate(p); err != nil {
 			return err
-		}
-		if err := m.Batching.Validate(); err != nil {
-			return fmt.Errorf("%s.%w", p, err)
 		}
 	}
 	if err := c.Provider.validate(c.Models); err != nil {
 		return err
 	}
 	return validateEnsembles(c.Models, c.Ensembles)
+}
+
+// validate checks a model's settings other than its name; p prefixes the field names.
+func (m Model) validate(p string) error {
+	switch {
+	case !(m.SLO.ThresholdMS > 0):
+		return fmt.Errorf("%s.slo.threshold_ms: must be > 0, got %v", p, m.SLO.ThresholdMS)
+	case !(m.SLO.Target > 0 && m.SLO.Target <= 1):
+		return fmt.Errorf("%s.slo.target: must be in (0, 1], got %v", p, m.SLO.Target)
+	case m.Instances < 0:
+		return fmt.Errorf("%s.instances: must be ≥ 0, got %d", p, m.Instances)
+	case m.Slots < 1:
+		return fmt.Errorf("%s.slots: must be ≥ 1, got %d", p, m.Slots)
+	case m.QueueLimit < 1:
+		return fmt.Errorf("%s.queue_limit: must be ≥ 1, got %d", p, m.QueueLimit)
+	case m.MaxRows < 0:
+		return fmt.Errorf("%s.max_rows: must be ≥ 0, got %d", p, m.MaxRows)
+	case m.MaxBatchBytes < 0:
+		return fmt.Errorf("%s.max_batch_bytes: must be ≥ 0, got %d", p, m.MaxBatchBytes)
+	}
+	if err := m.InstanceType.validate(p); err != nil {
+		return err
+	}
+	if err := m.Batching.Validate(); err != nil {
+		return fmt.Errorf("%s.%w", p, err)
+	}
+	return nil
+}
+
+// DecodeModel reads one model's settings — a models[] entry, as in a model repository's
+// <model>/config.yaml — strictly over DefaultModel(name), fills batching.slo from
+// slo.threshold_ms and validates it. A name in the data must equal name. Errors name the field.
+func DecodeModel(data []byte, name string) (Model, error) {
+	if len(data) > 1<<20 {
+		return Model{}, errors.New("larger than 1 MiB")
+	}
+	m := DefaultModel(name)
+	m.Batching.SLO = 0
+	if err := strictDecode(data, &m); err != nil {
+		return Model{}, err
+	}
+	if m.Name != name {
+		return Model{}, fmt.Errorf("name: %q differs from the model's directory %q", m.Name, name)
+	}
+	if m.Batching.SLO == 0 {
+		m.Batching.SLO = m.SLO.Spec().Threshold
+	}
+	if err := m.validate("model"); err != nil {
+		return Model{}, err
+	}
+	return m, nil
 }
 
 // Decode reads a YAML configuration strictly (unknown fields are errors) over Default(); each
@@ -356,13 +415,16 @@ func Decode(r io.Reader) (Config, error) {
 	// strictly, over DefaultModel.
 	c := Default()
 	raw := struct {
-		Gateway    *Gateway    `yaml:"gateway"`
-		Provider   *Provider   `yaml:"provider"`
-		Workers    *Workers    `yaml:"workers"`
-		Models     []yaml.Node `yaml:"models"`
-		Ensembles  []yaml.Node `yaml:"ensembles"`
-		Controller *Controller `yaml:"controller"`
-	}{Gateway: &c.Gateway, Provider: &c.Provider, Workers: &c.Workers, Controller: &c.Controller}
+		Gateway    *Gateway       `yaml:"gateway"`
+		Provider   *Provider      `yaml:"provider"`
+		Workers    *Workers       `yaml:"workers"`
+		Models     []yaml.Node    `yaml:"models"`
+		Ensembles  []yaml.Node    `yaml:"ensembles"`
+		Controller *Controller    `yaml:"controller"`
+		Repository *string        `yaml:"model_repository"`
+		Poll       *time.Duration `yaml:"model_repository_poll"`
+	}{Gateway: &c.Gateway, Provider: &c.Provider, Workers: &c.Workers, Controller: &c.Controller, Repository: &c.ModelRepository,
+		Poll: &c.RepositoryPoll}
 	if err := strictDecode(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}

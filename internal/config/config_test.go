@@ -57,6 +57,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown model field", "models: [{name: a, instancez: 2}]", "models[0]: yaml: unmarshal errors:\n  line 1: field instancez not found"},
 		{"unknown batching field", "models: [{name: a, batching: {policy: fixed, windo: 1}}]", "field windo not found"},
 		{"no models", "gateway: {addr: '127.0.0.1:1'}", "models: at least one model is required"},
+		{"repository poll zero", "model_repository: /r\nmodel_repository_poll: 0s", "model_repository_poll: must be > 0, got 0s"},
+		{"repository on kubernetes", "model_repository: /r\nprovider: {kind: kubernetes}", `model_repository: needs provider.kind local (its workers read the files), got "kubernetes"`},
+		{"repository with --model-dir", "model_repository: /r\nworkers: {args: [--model-dir=/m]}", "model_repository: workers.args must not set --model-dir"},
 		{"bad addr", "gateway: {addr: nope}\nmodels: [{name: a}]", `gateway.addr: "nope" is not host:port`},
 		{"bad grpc addr", "gateway: {grpc_addr: nope}\nmodels: [{name: a}]", `gateway.grpc_addr: "nope" is not host:port`},
 		{"negative timeout", "gateway: {write_timeout: -1s}\nmodels: [{name: a}]", "gateway.write_timeout: must be > 0, got -1s"},
@@ -93,6 +96,16 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("Decode error (-want +got):\n- …%s…\n+ %v", tc.want, err)
 			}
 		})
+	}
+}
+
+func TestDecodeRepositoryWithoutModels(t *testing.T) {
+	c, err := Decode(strings.NewReader("model_repository: /r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ModelRepository != "/r" || c.RepositoryPoll != DefaultRepositoryPoll || len(c.Models) != 0 {
+		t.Errorf("got model_repository %q, poll %v, %d models", c.ModelRepository, c.RepositoryPoll, len(c.Models))
 	}
 }
 

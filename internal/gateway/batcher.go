@@ -138,6 +138,7 @@ type batcher struct {
 	ctrl        chan func(now time.Time)
 	completions chan *flight
 	queued      atomic.Int64 // calls in `in` plus calls in q
+	users       atomic.Int64 // Infer calls of a repository model holding this batcher (RemoveModel waits for 0)
 
 	mu     sync.RWMutex // guards closed against sends on `in`
 	closed bool

@@ -92,7 +92,7 @@ func mount(h http.Handler, cfg config.Config, g *Gateway, reg prometheus.Gathere
 	mux.Handle("/ui", d)
 	mux.Handle("/ui/", d)
 	mux.Handle("/v1/", adapters.NewV1Handler(g, ao))
-	sm := adapters.NewSageMakerHandler(g, cfg.Models[0].Name, ao)
+	sm := adapters.NewSageMakerHandler(g, defaultModel(cfg, g), ao)
 	mux.Handle("GET /ping", sm)
 	mux.Handle("POST /invocations", sm)
 	mux.HandleFunc("/invocations", func(w http.ResponseWriter, r *http.Request) {

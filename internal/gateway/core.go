@@ -20,14 +20,19 @@ func (g *Gateway) ServerMetadata(ctx context.Context) (oip.ServerMetadata, error
 	return oip.ServerMetadata{Name: "sloserve-gateway", Version: "0", Extensions: []string{}}, nil
 }
 
-// Ready implements oip.Core: the gateway is ready while it is open and every model has at least
-// one instance taking batches.
+// Ready implements oip.Core: the gateway is ready while it is open and every model — each
+// configured model and each loaded version of a repository model — has at least one instance
+// taking batches (Triton's --strict-readiness, its default).
 func (g *Gateway) Ready(ctx context.Context) bool {
 	if g.closed.Load() {
 		return false
 	}
+	t := g.repo.Load()
 	for _, m := range g.ModelNames() {
-		if ok, _ := g.ModelReady(ctx, m, ""); !ok {
+		if t != nil && t.internal[m] != t.live[m] {
+			continue // a repository generation loading or retiring: not served
+		}
+		if ids, err := g.Instances(m); err != nil || len(ids) == 0 {
 			return false
 		}
 	}
@@ -38,12 +43,22 @@ func (g *Gateway) Ready(ctx context.Context) bool {
 func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error) {
 	names := g.ModelNames()
 	out := make([]oip.RepositoryIndexEntry, 0, len(names))
+	internal := map[string]bool{}
+	if t := g.repo.Load(); t != nil {
+		internal = t.internal
+	}
 	for _, n := range names {
+		if internal[n] {
+			continue // listed by the repository, under its public name
+		}
 		state := oip.StateReady
 		if ok, _ := g.ModelReady(ctx, n, ""); !ok {
 			state = oip.StateUnavailable
 		}
 		out = append(out, oip.RepositoryIndexEntry{Name: n, State: state})
+	}
+	if r := g.repoMgr.Load(); r != nil {
+		out = append(out, r.Index(ctx)...)
 	}
 	return append(out, g.ensembleIndex(ctx)...), nil
 }
@@ -54,13 +69,16 @@ func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oi
 	if e, ok := g.ens.get(model); ok {
 		return e.metadata()
 	}
-	b, err := g.batcher(model)
+	b, v, err := g.lookup(model, version)
 	if err != nil {
 		return nil, err
 	}
 	md := b.md.Load()
 	if md == nil {
 		return nil, ErrNoMetadata
+	}
+	if v != "" {
+		return g.repoMetadata(model, md), nil
 	}
 	return md, nil
 }
@@ -70,7 +88,11 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 	if e, ok := g.ens.get(model); ok {
 		return e.isReady(ctx), nil
 	}
-	ids, err := g.Instances(model)
+	b, _, err := g.lookup(model, version)
+	if err != nil {
+		return false, err
+	}
+	ids, err := g.Instances(b.name)
 	if err != nil {
 		return false, err
 	}
@@ -84,10 +106,11 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if e, ok := g.ens.get(c.Model); ok {
 		return e.infer(ctx, c) // fans out to the members through this same method
 	}
-	b, err := g.batcher(c.Model)
+	b, version, release, err := g.acquire(c.Model, c.Version)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	rows, err := oip.Rows(c.Request)
 	if err != nil {
 		return nil, err
@@ -109,6 +132,9 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	st.record(arrival, time.Now(), b.spec.Threshold, err)
 	if err != nil {
 		g.logDetail(c.Model, err)
+	}
+	if resp != nil && version != "" {
+		resp.ModelName, resp.ModelVersion = c.Model, version // not the worker's versionKey
 	}
 	return resp, err
 }
@@ -177,8 +203,8 @@ func (g *Gateway) observe(o oip.Observation) {
 	if o.Route != oip.RouteInfer {
 		return
 	}
-	b, ok := (*g.batchers.Load())[o.Model]
-	if !ok {
+	b, _, err := g.lookup(o.Model, o.Version)
+	if err != nil {
 		return
 	}
 	b.m.outcome[outcomeOf(o.Code)].Inc()

@@ -299,8 +299,8 @@ func TestHTTPHealth(t *testing.T) {
 		}
 	}
 	check("/v2/health/live", 200)
-	check("/v2/health/ready", 503)
-	check("/v2/models/m/ready", 503)
+	check("/v2/health/ready", 400)
+	check("/v2/models/m/ready", 400)
 	check("/v2/models/m", 503) // metadata not learnt yet
 	check("/v2", 200)
 	check("/v2/models/x", 404)

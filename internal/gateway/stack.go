@@ -63,12 +63,16 @@ type Stack struct {
 	Controller *controller.Controller
 	// Dashboard is the page served at /ui.
 	Dashboard *dashboard.Dashboard
+	// Repository serves cfg.ModelRepository's models; nil without one.
+	Repository *Repository
 
 	server *http.Server
 	grpc   *grpc.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
+	reload chan struct{} // Reload's requests to rescan the repository
+	stage  string        // the workers' --model-dir of repository versions; "" without one
 }
 
 // Start builds the provider cfg.Provider.Kind names (local worker processes, or pods through
@@ -92,8 +96,13 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if pols == nil {
 		pols = batching.Builtin()
 	}
+	stage, err := stageRepository(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	prov, err := newProvider(ctx, cfg, opts, log)
 	if err != nil {
+		removeStage(stage)
 		return nil, err
 	}
 	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
@@ -102,10 +111,11 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		closeProvider(prov)
 		return nil, err
 	}
-	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log}
+	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log, stage: stage, reload: make(chan struct{}, 1)}
 	fail := func(err error) (*Stack, error) {
 		g.Close(context.Background())
 		closeProvider(prov)
+		removeStage(stage)
 		return nil, err
 	}
 	for _, m := range cfg.Models {
@@ -127,6 +137,16 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	insts, _ := prov.Instances(ctx)
 	if err := g.Sync(ctx, insts); err != nil {
 		return fail(fmt.Errorf("start workers: %w", err))
+	}
+	if stage != "" {
+		s.Repository, err = NewRepository(g, RepositoryOptions{Dir: cfg.ModelRepository, Stage: stage, Provider: prov,
+			StartTimeout: cfg.Workers.StartTimeout, Policies: pols, Logger: log})
+		if err != nil {
+			return fail(err)
+		}
+		if err := s.Repository.Step(ctx, false); err != nil {
+			log.Warn("model repository: some models are not served", "err", err)
+		}
 	}
 	ctl, err := newController(ctx, cfg, g, prov, insts, log)
 	if err != nil {
@@ -225,6 +245,13 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		defer s.wg.Done()
 		s.Dashboard.Run(wctx)
 	}()
+	if s.Repository != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.Repository.Run(wctx, cfg.RepositoryPoll, s.reload)
+		}()
+	}
 	if s.grpc != nil {
 		s.wg.Add(1)
 		go func() {
@@ -264,6 +291,10 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 		errs = append(errs, fmt.Errorf("shut down gateway server: %w", err))
 	}
 	s.cancel()
+	if s.Repository != nil {
+		s.wg.Wait() // the repository's rescan ends before the gateway closes
+		s.Repository.Close(ctx)
+	}
 	failed, err := s.Gateway.Close(ctx)
 	if err != nil {
 		errs = append(errs, err)
@@ -272,5 +303,15 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 	if err := closeProvider(s.Provider); err != nil {
 		errs = append(errs, err)
 	}
+	removeStage(s.stage)
 	return failed, errors.Join(errs...)
+}
+
+// Reload asks for a rescan of the model repository (SIGHUP): new models are loaded, changed
+// ones reloaded, removed ones unloaded. It does not wait; without a repository it does nothing.
+func (s *Stack) Reload() {
+	select {
+	case s.reload <- struct{}{}:
+	default: // a rescan is already asked for
+	}
 }

@@ -257,12 +257,22 @@ func (c *Client) Live(ctx context.Context) error {
 // Ready returns nil when the server is ready (GET /v2/health/ready answers 200); otherwise the
 // error unwraps to ErrUnavailable or the transport error.
 func (c *Client) Ready(ctx context.Context) error {
-	return c.call(ctx, http.MethodGet, "/v2/health/ready", nil, nil)
+	return notReady(c.call(ctx, http.MethodGet, "/v2/health/ready", nil, nil))
 }
 
-// ModelReady returns nil when model (version "" = default) is ready.
+// ModelReady returns nil when model (version "" = default) is ready; otherwise the error
+// unwraps to ErrUnavailable, ErrModelNotFound or the transport error.
 func (c *Client) ModelReady(ctx context.Context, model, version string) error {
-	return c.call(ctx, http.MethodGet, modelPath(model, version)+"/ready", nil, nil)
+	return notReady(c.call(ctx, http.MethodGet, modelPath(model, version)+"/ready", nil, nil))
+}
+
+// notReady maps the 400 a ready endpoint answers when not ready (Triton's answer) to
+// ErrUnavailable.
+func notReady(err error) error {
+	if errors.Is(err, ErrBadRequest) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // ServerMetadata fetches GET /v2.

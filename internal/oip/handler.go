@@ -61,6 +61,8 @@ const (
 	RouteModelReady      = "model_ready"
 	RouteInfer           = "infer"
 	RouteRepositoryIndex = "repository_index"
+	RouteRepositoryLoad  = "repository_load"
+	RouteRepositoryUnld  = "repository_unload"
 	RouteUnknown         = "unknown"
 )
 
@@ -105,6 +107,11 @@ const DefaultRetryAfter = time.Second
 //	GET  /v2/models/{m}[/versions/{v}]/ready         Core.ModelReady
 //	POST /v2/models/{m}[/versions/{v}]/infer         decode, validate, Core.Infer, encode
 //	POST /v2/repository/index                        Core.Models (body {"ready": true} filters)
+//	POST /v2/repository/models/{m}/load              RepositoryManager.LoadModel (404 without one)
+//	POST /v2/repository/models/{m}/unload            RepositoryManager.UnloadModel (404 without one)
+//
+// A server or model that is not ready is answered 400, as Triton does (the protocol asks for a
+// 4xx status).
 //
 // Every error answer is JSON {"error": "..."} with the status of StatusOf, and Retry-After for
 // 429 and 503.
@@ -136,6 +143,8 @@ func NewHandler(core Core, opts HandlerOptions) (http.Handler, error) {
 	h.mux.HandleFunc("POST /v2/models/{model}/infer", h.infer)
 	h.mux.HandleFunc("POST /v2/models/{model}/versions/{version}/infer", h.infer)
 	h.mux.HandleFunc("POST /v2/repository/index", h.repositoryIndex)
+	h.mux.HandleFunc("POST /v2/repository/models/{model}/load", h.repositoryLoad)
+	h.mux.HandleFunc("POST /v2/repository/models/{model}/unload", h.repositoryUnload)
 	return h, nil
 }
 
@@ -230,7 +239,8 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	if h.core.Ready(r.Context()) {
 		writeJSON(w, code, map[string]bool{"ready": true})
 	} else {
-		code = h.writeError(w, fmt.Errorf("%w: server is not ready", ErrUnavailable))
+		code = http.StatusBadRequest // Triton's answer (the protocol asks for a 4xx)
+		writeJSON(w, code, ErrorResponse{Error: "server is not ready"})
 	}
 	h.observe(Observation{Route: RouteReady, Code: code}, start)
 }
@@ -272,7 +282,8 @@ func (h *handler) modelReady(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		code = h.writeError(w, err)
 	case !ok:
-		code = h.writeError(w, fmt.Errorf("%w: model %q is not ready", ErrUnavailable, m))
+		code = http.StatusBadRequest // Triton's answer (the protocol asks for a 4xx)
+		writeJSON(w, code, ErrorResponse{Error: fmt.Sprintf("model %q is not ready", m)})
 	default:
 		writeJSON(w, code, map[string]any{"name": m, "ready": true})
 	}

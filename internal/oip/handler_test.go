@@ -126,7 +126,7 @@ func TestHandlerErrors(t *testing.T) {
 		{"body over limit", "POST", "/v2/models/mlp/infer", `{"id":"` + strings.Repeat("x", 2000) + `"}`, nil, 413, "limit 1024", ""},
 		{"overloaded", "POST", "/v2/models/busy/infer", goodBody, nil, 429, "queue full", "3"},
 		{"unavailable", "POST", "/v2/models/cold/infer", goodBody, nil, 503, "loading", "1"},
-		{"model not ready", "GET", "/v2/models/cold/ready", "", nil, 503, "not ready", "1"},
+		{"model not ready", "GET", "/v2/models/cold/ready", "", nil, 400, "not ready", ""},
 		{"deadline", "POST", "/v2/models/slow/infer", goodBody, nil, 504, "deadline exceeded", ""},
 		{"internal", "POST", "/v2/models/broken/infer", goodBody, nil, 500, "segfault", ""},
 		{"no endpoint", "GET", "/v2/nothing", "", nil, 404, "no endpoint GET /v2/nothing", ""},
@@ -213,8 +213,8 @@ func TestHandlerMetadataEndpoints(t *testing.T) {
 		})
 	}
 	core.ready = false
-	if res := do(t, srv, "GET", "/v2/health/ready", "", nil); res.StatusCode != 503 {
-		t.Errorf("not ready: status = %d, want 503", res.StatusCode)
+	if res := do(t, srv, "GET", "/v2/health/ready", "", nil); res.StatusCode != 400 {
+		t.Errorf("not ready: status = %d, want 400", res.StatusCode)
 	}
 }
 

@@ -3,6 +3,7 @@ package attack
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -77,4 +78,88 @@ func TestStoppedWorker(t *testing.T) {
 	if took > 8*time.Second {
 		t.Errorf("recovery took %v, want ≤ 8 s", took)
 	}
+}
+
+// TestStoppedWorkerReadiness follows readiness through a stopped worker (SIGSTOP) of a model's
+// only instance: while the provider's health checks have not yet given up on it, the model and
+// the server stay ready (200) and sloserve_instances{state="ready"} stays 1 while inference
+// answers 504; once its health checks fail and it is killed, the model is not ready
+// (/v2/models/m/ready and /v2/health/ready answer 400, as Triton does with its default strict
+// readiness) and sloserve_instances{state="ready"} is 0; once restarted, all are back.
+func TestStoppedWorkerReadiness(t *testing.T) {
+	bin := needAttack(t)
+	g := startGateway(t, bin, "")
+	workers := children(g.pid)
+	if len(workers) != 1 {
+		t.Fatalf("gateway %d has children %v, want its one worker", g.pid, workers)
+	}
+	body := g.inferBody()
+	c := &http.Client{Timeout: 2 * time.Second}
+	get := func(path string) int {
+		res, err := c.Get(g.url + path)
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	infer := func() int {
+		res, err := c.Post(g.url+"/v2/models/logreg/infer", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	readyInstances := func() string {
+		res, err := c.Get(g.url + "/metrics")
+		if err != nil {
+			return "?"
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, `sloserve_instances{model="logreg",state="ready"} `); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	state := func() string {
+		return fmt.Sprintf("model ready %d, server ready %d, instances ready %s", get("/v2/models/logreg/ready"), get("/v2/health/ready"), readyInstances())
+	}
+	const ready, notReady = "model ready 200, server ready 200, instances ready 1", "model ready 400, server ready 400, instances ready 0"
+	if s := state(); s != ready || infer() != http.StatusOK {
+		t.Fatalf("before the stop: %s", s)
+	}
+	if err := syscall.Kill(workers[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(workers[0], syscall.SIGKILL) })
+	stopped := time.Now()
+	if code := infer(); code != http.StatusGatewayTimeout {
+		t.Errorf("stopped worker: inference answered %d, want 504", code)
+	}
+	if s := state(); s != ready {
+		t.Errorf("stopped worker, %v after the stop (health checks not yet failed): %s, want %s", time.Since(stopped).Round(time.Millisecond), s, ready)
+	}
+	seen := map[string]time.Duration{}
+	for {
+		s := state()
+		if _, ok := seen[s]; !ok {
+			seen[s] = time.Since(stopped)
+			t.Logf("%6v after the stop: %s", time.Since(stopped).Round(10*time.Millisecond), s)
+		}
+		if _, was := seen[notReady]; was && s == ready {
+			break
+		}
+		if time.Since(stopped) > 20*time.Second {
+			t.Fatalf("no not-ready then ready within 20 s of the stop; states seen: %v", seen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := infer(); code != http.StatusOK {
+		t.Errorf("after recovery: inference answered %d", code)
+	}
+	t.Logf("not ready after %v, ready again after %v", seen[notReady].Round(10*time.Millisecond), time.Since(stopped).Round(10*time.Millisecond))
 }
