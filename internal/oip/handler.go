@@ -61,7 +61,13 @@ const (
 	RouteModelReady      = "model_ready"
 	RouteInfer           = "infer"
 	RouteRepositoryIndex = "repository_index"
-	RouteUnknown         = "unknown"
+	RouteModelConfig     = "model_config"
+	RouteModelStats      = "model_stats"
+	// RouteRepositoryLoad and RouteRepositoryUnload are Triton's model repository load and
+	// unload (served when the Core implements RepositoryManager).
+	RouteRepositoryLoad   = "repository_load"
+	RouteRepositoryUnload = "repository_unload"
+	RouteUnknown          = "unknown"
 )
 
 // Observation describes one answered request, for the owner's metrics.
@@ -105,6 +111,8 @@ const DefaultRetryAfter = time.Second
 //	GET  /v2/models/{m}[/versions/{v}]/ready         Core.ModelReady
 //	POST /v2/models/{m}[/versions/{v}]/infer         decode, validate, Core.Infer, encode
 //	POST /v2/repository/index                        Core.Models (body {"ready": true} filters)
+//	GET  /v2/models/{m}[/versions/{v}]/config        ConfigOf (Triton's model configuration)
+//	GET  /v2/models[/{m}[/versions/{v}]]/stats       StatisticsOf (Triton's statistics)
 //
 // Every error answer is JSON {"error": "..."} with the status of StatusOf, and Retry-After for
 // 429 and 503.
@@ -136,6 +144,11 @@ func NewHandler(core Core, opts HandlerOptions) (http.Handler, error) {
 	h.mux.HandleFunc("POST /v2/models/{model}/infer", h.infer)
 	h.mux.HandleFunc("POST /v2/models/{model}/versions/{version}/infer", h.infer)
 	h.mux.HandleFunc("POST /v2/repository/index", h.repositoryIndex)
+	h.mux.HandleFunc("GET /v2/models/{model}/config", h.modelConfig)
+	h.mux.HandleFunc("GET /v2/models/{model}/versions/{version}/config", h.modelConfig)
+	h.mux.HandleFunc("GET /v2/models/stats", h.modelStats)
+	h.mux.HandleFunc("GET /v2/models/{model}/stats", h.modelStats)
+	h.mux.HandleFunc("GET /v2/models/{model}/versions/{version}/stats", h.modelStats)
 	return h, nil
 }
 
@@ -277,6 +290,35 @@ func (h *handler) modelReady(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, map[string]any{"name": m, "ready": true})
 	}
 	h.observe(Observation{Route: RouteModelReady, Model: m, Version: v, Code: code}, start)
+}
+
+func (h *handler) modelConfig(w http.ResponseWriter, r *http.Request) {
+	start := h.opts.Now()
+	m, v := r.PathValue("model"), r.PathValue("version")
+	code := http.StatusOK
+	cfg, err := ConfigOf(r.Context(), h.core, m, v)
+	if err != nil {
+		code = h.writeError(w, err)
+	} else {
+		writeJSON(w, code, cfg)
+	}
+	h.observe(Observation{Route: RouteModelConfig, Model: m, Version: v, Code: code}, start)
+}
+
+func (h *handler) modelStats(w http.ResponseWriter, r *http.Request) {
+	start := h.opts.Now()
+	m, v := r.PathValue("model"), r.PathValue("version")
+	code := http.StatusOK
+	st, err := StatisticsOf(r.Context(), h.core, m, v)
+	if err != nil {
+		code = h.writeError(w, err)
+	} else {
+		if st == nil {
+			st = []ModelStatistics{}
+		}
+		writeJSON(w, code, StatisticsResponse{ModelStats: st})
+	}
+	h.observe(Observation{Route: RouteModelStats, Model: m, Version: v, Code: code}, start)
 }
 
 // maxIndexBody bounds the body of POST /v2/repository/index.
