@@ -111,7 +111,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "starting %d %s worker(s) for %s (runtime %s), batching %s ...\n", *instances, "sloserve", *model, cfg.Workers.Runtime, *policy)
 	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Version: readBuildVersion().Version})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
