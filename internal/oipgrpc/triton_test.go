@@ -278,4 +278,3 @@ func TestTritonParameters(t *testing.T) {
 		})
 	}
 }
-
