@@ -104,8 +104,9 @@ md=$(gcall ServerMetadata '{}')
 record "ServerMetadata version" grpc "$version" "$(jq -r .version <<<"$md" 2>/dev/null)"
 record "ServerMetadata lists model_configuration" grpc true "$(jq '.extensions | index("model_configuration") != null' <<<"$md" 2>/dev/null)"
 r=$(gcall ModelInfer '{"model_name":"logreg","id":"raw","inputs":[{"name":"input","datatype":"FP32","shape":[1,784]}],"raw_input_contents":["'"$raw"'"]}')
+rawlen=$(jq -r '.rawOutputContents[0]' <<<"$r" 2>/dev/null | base64 -d 2>/dev/null | wc -c)
 record "ModelInfer raw in → raw out" grpc "probs FP32 [1,10] 40 bytes" \
-	"$(jq -r '"\(.outputs[0].name) \(.outputs[0].datatype) [\(.outputs[0].shape|join(","))] \(.rawOutputContents[0]|@base64d|length) bytes"' <<<"$r" 2>/dev/null || echo "$r")"
+	"$(jq -r '"\(.outputs[0].name) \(.outputs[0].datatype) [\(.outputs[0].shape|join(","))]"' <<<"$r" 2>/dev/null || echo "$r") $rawlen bytes"
 r=$(gcall ModelInfer '{"model_name":"logreg","id":"typed","inputs":[{"name":"input","datatype":"FP32","shape":[1,784],"contents":{"fp32_contents":['"$zeros"']}}]}')
 record "ModelInfer typed in → typed out" grpc "probs 10 values" "$(jq -r '"\(.outputs[0].name) \(.outputs[0].contents.fp32Contents|length) values"' <<<"$r" 2>/dev/null || echo "$r")"
 r=$(gcall ModelInfer '{"model_name":"logreg","model_version":"1","inputs":[{"name":"input","datatype":"FP32","shape":[1,784]}],"raw_input_contents":["'"$raw"'"]}')
