@@ -123,6 +123,11 @@ func benchProtocols(ctx context.Context, e env, cfg gateway.ProtocolBenchConfig,
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%d\t\n", p, r.RPS[p], ratio, r.Errors[p])
 	}
 	tw.Flush()
+	for _, p := range cfg.Protocols {
+		if msg := r.FirstError[p]; msg != "" {
+			fmt.Fprintf(e.stdout, "%s: first error: %s\n", p, msg)
+		}
+	}
 	fmt.Fprintf(e.stdout, "medians of %d rounds; runtime %s, model %s\n", r.Rounds, rt, cfg.Model)
 	return nil
 }

@@ -63,9 +63,11 @@ type ProtocolBenchResult struct {
 	// ToRESTJSON maps a protocol to its RPS divided by rest-json's (when rest-json was measured).
 	ToRESTJSON map[string]float64 `json:"to_rest_json"`
 	// Errors counts the requests answered with an error, over all rounds, per protocol.
-	Errors      map[string]int64 `json:"errors"`
-	Concurrency int              `json:"concurrency"`
-	Rounds      int              `json:"rounds"`
+	Errors map[string]int64 `json:"errors"`
+	// FirstError is the first failure's text per protocol, to tell why.
+	FirstError  map[string]string `json:"first_error,omitempty"`
+	Concurrency int               `json:"concurrency"`
+	Rounds      int               `json:"rounds"`
 }
 
 // BenchProtocols measures the throughput of the gateway's front protocols: it starts, in this
@@ -190,12 +192,15 @@ func BenchProtocols(ctx context.Context, cfg ProtocolBenchConfig) (ProtocolBench
 	}
 	rps := map[string][]float64{}
 	r := ProtocolBenchResult{RPS: map[string]float64{}, ToRESTJSON: map[string]float64{}, Errors: map[string]int64{},
-		Concurrency: cfg.Concurrency, Rounds: cfg.Rounds}
+		FirstError: map[string]string{}, Concurrency: cfg.Concurrency, Rounds: cfg.Rounds}
 	for range cfg.Rounds {
 		for _, p := range cfg.Protocols {
-			v, errs := closedLoop(ctx, cfg.Concurrency, cfg.Duration, senders[p])
+			v, errs, first := closedLoop(ctx, cfg.Concurrency, cfg.Duration, senders[p])
 			rps[p] = append(rps[p], v)
 			r.Errors[p] += errs
+			if first != nil && r.FirstError[p] == "" {
+				r.FirstError[p] = first.Error()
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return ProtocolBenchResult{}, err
@@ -213,19 +218,24 @@ func BenchProtocols(ctx context.Context, cfg ProtocolBenchConfig) (ProtocolBench
 }
 
 // closedLoop runs conc clients calling send back to back for d and returns the successful calls
-// per second and the number of failed calls.
-func closedLoop(ctx context.Context, conc int, d time.Duration, send func(ctx context.Context, i int) error) (float64, int64) {
+// per second, the number of failed calls and the first failure.
+func closedLoop(ctx context.Context, conc int, d time.Duration, send func(ctx context.Context, i int) error) (float64, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var ok, failed atomic.Int64
+	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
+	end := start.Add(d)
+	// The loop ends at end by the clock, not by ctx.Err(): gRPC fails a call at once when its
+	// deadline has passed by the clock, before the context's timer has fired.
 	for c := range conc {
 		wg.Go(func() {
-			for i := c; ctx.Err() == nil; i += conc {
+			for i := c; ctx.Err() == nil && time.Now().Before(end); i += conc {
 				if err := send(ctx, i); err != nil {
-					if ctx.Err() == nil {
+					if ctx.Err() == nil && time.Now().Before(end) {
 						failed.Add(1)
+						first.CompareAndSwap(nil, &err)
 					}
 					continue
 				}
@@ -234,5 +244,9 @@ func closedLoop(ctx context.Context, conc int, d time.Duration, send func(ctx co
 		})
 	}
 	wg.Wait()
-	return float64(ok.Load()) / time.Since(start).Seconds(), failed.Load()
+	var firstErr error
+	if p := first.Load(); p != nil {
+		firstErr = *p
+	}
+	return float64(ok.Load()) / time.Since(start).Seconds(), failed.Load(), firstErr
 }
