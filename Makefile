@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak
+.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak e2e-clients
 
 # build: compile everything and write the binary to bin/sloserve with its version and commit
 # (sloserve version) from git; a release sets VERSION=v1.2.3. Without the ldflags the binary reports
@@ -46,6 +46,12 @@ models:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# e2e-clients runs scripts/conformance.sh: `sloserve serve` on loopback driven by grpcurl, curl in
+# tritonclient's REST shapes and ghz (pinned, installed into .tools/bin on first use); every case
+# answers as Triton would or is listed in docs/protocols.md.
+e2e-clients:
+	GO=$(GO) scripts/conformance.sh
 
 # e2e-ui drives the live dashboard in headless Chromium (installs Debian chromium when missing).
 e2e-ui:

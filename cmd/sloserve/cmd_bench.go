@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +31,7 @@ func runBench(ctx context.Context, args []string, e env) error {
 	dur := fs.Duration("duration", 2*time.Second, "length of each throughput run")
 	latDur := fs.Duration("latency-duration", time.Second, "length of each one-client latency run")
 	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
+	protocol := fs.String("protocol", "", "`protocol` to measure through the gateway instead of the proxy comparison: rest-json, rest-binary, grpc-raw or all (prints each throughput and its ratio to rest-json's, from one run)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -42,6 +44,17 @@ func runBench(ctx context.Context, args []string, e env) error {
 		return usagef("bench gateway: --latency-duration must be > 0, got %v", *latDur)
 	case *rounds < 1:
 		return usagef("bench gateway: --rounds must be ≥ 1, got %d", *rounds)
+	}
+	var protocols []string
+	switch *protocol {
+	case "":
+	case "all":
+		protocols = gateway.Protocols
+	default:
+		if !slices.Contains(gateway.Protocols, *protocol) {
+			return usagef("bench gateway: --protocol must be one of %v or all, got %q", gateway.Protocols, *protocol)
+		}
+		protocols = []string{*protocol}
 	}
 	payloads, err := samplePayloads(*model)
 	if err != nil {
@@ -67,6 +80,10 @@ func runBench(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("bench gateway: start worker: %w", err)
 	}
+	if protocols != nil {
+		return benchProtocols(ctx, e, gateway.ProtocolBenchConfig{Worker: in.Addr, Model: *model, Payloads: payloads, Protocols: protocols,
+			Concurrency: *conc, Duration: *dur, Rounds: *rounds}, *asJSON, rt)
+	}
 	r, err := gateway.Bench(ctx, gateway.BenchConfig{Worker: in.Addr, Model: *model, Payloads: payloads,
 		Concurrency: *conc, Duration: *dur, LatencyDuration: *latDur, Rounds: *rounds})
 	if err != nil {
@@ -83,6 +100,35 @@ func runBench(ctx context.Context, args []string, e env) error {
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "added_p50_ms %.3f  added_p99_ms %.3f  gateway_rps / plain_proxy_rps %.2f  (medians of %d rounds; runtime %s, model %s)\n",
 		r.AddedP50MS, r.AddedP99MS, r.GatewayToProxy, r.Rounds, rt, *model)
+	return nil
+}
+
+// benchProtocols runs gateway.BenchProtocols and prints each protocol's throughput and its ratio
+// to rest-json's.
+func benchProtocols(ctx context.Context, e env, cfg gateway.ProtocolBenchConfig, asJSON bool, rt string) error {
+	r, err := gateway.BenchProtocols(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench gateway: %w", err)
+	}
+	if asJSON {
+		return slo.WriteJSON(e.stdout, r)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "protocol\trps (%d clients)\t× rest-json\terrors\t\n", r.Concurrency)
+	for _, p := range cfg.Protocols {
+		ratio := "-"
+		if v, ok := r.ToRESTJSON[p]; ok {
+			ratio = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%d\t\n", p, r.RPS[p], ratio, r.Errors[p])
+	}
+	tw.Flush()
+	for _, p := range cfg.Protocols {
+		if msg := r.FirstError[p]; msg != "" {
+			fmt.Fprintf(e.stdout, "%s: first error: %s\n", p, msg)
+		}
+	}
+	fmt.Fprintf(e.stdout, "medians of %d rounds; runtime %s, model %s\n", r.Rounds, rt, cfg.Model)
 	return nil
 }
 

@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if _, err := gateway.RaiseFileLimit(); err != nil {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Version: readBuildVersion().Version})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

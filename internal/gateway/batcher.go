@@ -132,6 +132,7 @@ type batcher struct {
 	md      atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
+	tstats              tritonStats  // Triton's statistics (ModelStatistics)
 	est                 estimator    // batch time, max batch and slots, for admission and timeouts
 
 	in          chan *call
@@ -627,6 +628,13 @@ func (b *batcher) complete(f *flight) {
 	switch {
 	case !f.failed:
 		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
+		b.tstats.batch(f.rows, f.completed.Sub(f.dispatched), func(yield func(time.Duration) bool) {
+			for _, c := range f.calls {
+				if !yield(f.dispatched.Sub(c.arrival)) {
+					return
+				}
+			}
+		})
 		b.est.lastDone.Store(f.completed.UnixNano())
 	case f.hung || (f.retry && errors.Is(f.err, ErrBatchTimeout)):
 		// Timed out: its round trip is at least the attempt's time. Leaving it out would keep

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,9 +17,14 @@ import (
 // The Gateway is the oip.Core behind the shared OIP v2 handler.
 var _ oip.Core = (*Gateway)(nil)
 
-// ServerMetadata implements oip.Core.
+// ServerMetadata implements oip.Core: the build's version (Options.Version) and the Triton
+// extensions the gateway's handlers serve (oip.Extensions).
 func (g *Gateway) ServerMetadata(ctx context.Context) (oip.ServerMetadata, error) {
-	return oip.ServerMetadata{Name: "sloserve-gateway", Version: "0", Extensions: []string{}}, nil
+	v := g.version
+	if v == "" {
+		v = "(devel)"
+	}
+	return oip.ServerMetadata{Name: "sloserve-gateway", Version: v, Extensions: oip.Extensions(g)}, nil
 }
 
 // Ready implements oip.Core: the gateway is ready while it is open and every model — each
@@ -64,10 +71,15 @@ func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error
 }
 
 // ModelMetadata implements oip.Core: the metadata configured for the model or learnt from its
-// first instance.
+// first instance. A version the metadata does not list (checkVersion) is ErrModelNotFound, so
+// that /versions/9/infer is 404 rather than served by another version.
 func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
 	if e, ok := g.ens.get(model); ok {
-		return e.metadata()
+		md, err := e.metadata()
+		if err != nil {
+			return nil, err
+		}
+		return md, checkVersion(model, version, md)
 	}
 	b, v, err := g.lookup(model, version)
 	if err != nil {
@@ -75,16 +87,44 @@ func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oi
 	}
 	md := b.md.Load()
 	if md == nil {
+		if version != "" && version != defaultVersion {
+			return nil, fmt.Errorf("%w: %q version %q (metadata not known yet)", ErrModelNotFound, model, version)
+		}
 		return nil, ErrNoMetadata
 	}
 	if v != "" {
 		return g.repoMetadata(model, md), nil
 	}
-	return md, nil
+	return md, checkVersion(model, version, md)
 }
 
-// ModelReady implements oip.Core.
+// defaultVersion is the one version of a model whose metadata lists none (Triton numbers a
+// model's first version 1).
+const defaultVersion = "1"
+
+// checkVersion returns nil when version is "" or one of md.Versions (defaultVersion when it lists
+// none), else an error wrapping ErrModelNotFound. The gateway serves one version per model.
+func checkVersion(model, version string, md *oip.ModelMetadata) error {
+	if version == "" {
+		return nil
+	}
+	if len(md.Versions) == 0 {
+		if version == defaultVersion {
+			return nil
+		}
+	} else if slices.Contains(md.Versions, version) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q has no version %q", ErrModelNotFound, model, version)
+}
+
+// ModelReady implements oip.Core; an unknown version is ErrModelNotFound.
 func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, error) {
+	if version != "" {
+		if _, err := g.ModelMetadata(ctx, model, version); err != nil && !errors.Is(err, ErrNoMetadata) {
+			return false, err
+		}
+	}
 	if e, ok := g.ens.get(model); ok {
 		return e.isReady(ctx), nil
 	}
@@ -118,8 +158,16 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if b.maxRows > 0 && rows > b.maxRows {
 		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.maxRows)
 	}
+	if c.Version != "" && c.Metadata != nil {
+		if err := checkVersion(c.Model, c.Version, c.Metadata); err != nil {
+			return nil, err
+		}
+	}
 	timeout := b.spec.Threshold
 	if d := c.SLO.Bound(); d > 0 {
+		if err := feasibleDeadline(d, rows, b.est.cost()); err != nil {
+			return nil, err
+		}
 		timeout = d
 	}
 	arrival := c.Arrival
@@ -129,7 +177,9 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	st := g.liveStats(c.Model)
 	st.arrivals.Add(1)
 	resp, err := b.submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
-	st.record(arrival, time.Now(), b.spec.Threshold, err)
+	done := time.Now()
+	st.record(arrival, done, b.spec.Threshold, err)
+	b.tstats.request(rows, arrival, done, err)
 	if err != nil {
 		g.logDetail(c.Model, err)
 	}

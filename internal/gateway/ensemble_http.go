@@ -21,7 +21,8 @@ const maxFeedbackBytes = 1 << 20
 //
 //	POST /v2/models/{name}/feedback  {"id": "...", "label": k} | [{...}, ...] | {"feedback": [...]}
 //	                                 → {"learned": n, "unknown": [...]}; Bearer adminToken when set
-//	GET  /v2/models/{name}/stats     → EnsembleStats as JSON; Bearer adminToken when set
+//	GET  /v2/models/{name}/stats     → EnsembleStats as JSON; Bearer adminToken when set (an
+//	                                 ensemble's; other models' are Triton's statistics, from next)
 //
 // Everything else goes to next.
 func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Handler {
@@ -43,6 +44,10 @@ func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Hand
 		writeEnsembleJSON(w, oip.StatusOf(err), oip.ErrorResponse{Error: err.Error()})
 	})
 	mux.HandleFunc("GET /v2/models/{name}/stats", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := g.ens.get(r.PathValue("name")); !ok {
+			next.ServeHTTP(w, r) // a model's Triton statistics (oip handler)
+			return
+		}
 		if adminToken != "" && !bearerOK(r, adminToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sloserve admin"`)
 			writeEnsembleJSON(w, http.StatusUnauthorized, oip.ErrorResponse{Error: "ensemble stats need the admin bearer token"})

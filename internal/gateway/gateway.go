@@ -32,6 +32,9 @@ type Options struct {
 	Dispatch string
 	// BackendTimeout bounds one batch's round trip to an instance; 0 means 30 s.
 	BackendTimeout time.Duration
+	// Version is the server version GET /v2 and ServerMetadata report (the build's module
+	// version, which the binary passes down); "" means "(devel)".
+	Version string
 }
 
 // Model is one model the gateway serves.
@@ -96,6 +99,7 @@ type Gateway struct {
 	backend Backend
 	pick    string
 	timeout time.Duration
+	version string // Options.Version
 	metrics *metrics
 	ens     ensembleSet // live Cocktail ensembles (ensemble.go)
 
@@ -112,7 +116,7 @@ type Gateway struct {
 
 // New returns a Gateway with no models.
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{log: opts.Logger, backend: opts.Backend, pick: opts.Dispatch, timeout: opts.BackendTimeout}
+	g := &Gateway{log: opts.Logger, backend: opts.Backend, pick: opts.Dispatch, timeout: opts.BackendTimeout, version: opts.Version}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -162,7 +162,7 @@ func traffic(url string, n int, stop <-chan struct{}) func() []reply {
 	return func() []reply { wg.Wait(); return out }
 }
 
-func codes(as []reply) map[int]int {
+func statusCounts(as []reply) map[int]int {
 	m := map[int]int{}
 	for _, a := range as {
 		m[a.code]++
@@ -259,7 +259,7 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	waitUntil(t, "the mended config.yaml reloads m", func() bool { return generation(st, "m") > gen })
 	close(stop)
 	as := done()
-	if got := codes(as); len(got) != 1 || got[200] == 0 {
+	if got := statusCounts(as); len(got) != 1 || got[200] == 0 {
 		t.Errorf("answers during the reloads: %v, want only 200", got)
 	}
 	if last := as[len(as)-1]; last.version != "3" {
@@ -280,7 +280,7 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
-	got := codes(done())
+	got := statusCounts(done())
 	if got[200] == 0 || got[404] == 0 || len(got) != 2 {
 		t.Errorf("answers during the unload: %v, want 200 then 404 only", got)
 	}

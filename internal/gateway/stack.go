@@ -43,6 +43,9 @@ type StackOptions struct {
 	Backend Backend
 	// DashboardToken, when not empty, is the bearer token /ui/data requires.
 	DashboardToken string
+	// Version is the build's version, reported by GET /v2 and gRPC ServerMetadata; "" means
+	// "(devel)".
+	Version string
 }
 
 // Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
@@ -106,7 +109,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		return nil, err
 	}
 	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
-		Backend: opts.Backend})
+		Backend: opts.Backend, Version: opts.Version})
 	if err != nil {
 		closeProvider(prov)
 		return nil, err
@@ -183,14 +186,25 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	}
 	var gln net.Listener
 	if gc.GRPCAddr != "" {
+		gopts := []grpc.ServerOption{
+			grpc.MaxConcurrentStreams(uint32(gc.GRPCMaxConcurrentStreams)),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
+				MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
+			grpc.StatsHandler(grpcConnStats{conns}),
+			grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
+		}
+		if gc.TLSCert != "" { // the REST endpoint's certificate serves gRPC too
+			creds, cerr := grpcTLS(gc.TLSCert, gc.TLSKey)
+			if cerr != nil {
+				ln.Close()
+				return fail(cerr)
+			}
+			gopts = append(gopts, grpc.Creds(creds))
+		}
+		// Reflection and health let grpcurl, grpc_health_probe and Kubernetes gRPC probes work
+		// without the .proto file (docs/protocols.md).
 		s.grpc, err = oipgrpc.NewServer(g, oipgrpc.Options{Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter, Observe: g.observe,
-			BodyBudget: bodies, ServerOptions: []grpc.ServerOption{
-				grpc.MaxConcurrentStreams(uint32(gc.GRPCMaxConcurrentStreams)),
-				grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
-					MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
-				grpc.StatsHandler(grpcConnStats{conns}),
-				grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
-			}})
+			BodyBudget: bodies, Reflection: true, Health: true, ServerOptions: gopts})
 		if err == nil {
 			gln, err = net.Listen("tcp", gc.GRPCAddr)
 		}
@@ -217,7 +231,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.URL = "https://" + ln.Addr().String()
 	}
 	warnExposed(log, gc)
-	warnExposedGRPC(log, gc.GRPCAddr)
+	if gc.TLSCert == "" {
+		warnExposedGRPC(log, gc.GRPCAddr)
+	}
 	ln = conns.listen(ln, true, false)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

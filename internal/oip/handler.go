@@ -61,9 +61,13 @@ const (
 	RouteModelReady      = "model_ready"
 	RouteInfer           = "infer"
 	RouteRepositoryIndex = "repository_index"
-	RouteRepositoryLoad  = "repository_load"
-	RouteRepositoryUnld  = "repository_unload"
-	RouteUnknown         = "unknown"
+	RouteModelConfig     = "model_config"
+	RouteModelStats      = "model_stats"
+	// RouteRepositoryLoad and RouteRepositoryUnload are Triton's model repository load and
+	// unload (served when the Core implements RepositoryManager).
+	RouteRepositoryLoad   = "repository_load"
+	RouteRepositoryUnload = "repository_unload"
+	RouteUnknown          = "unknown"
 )
 
 // Observation describes one answered request, for the owner's metrics.
@@ -109,6 +113,8 @@ const DefaultRetryAfter = time.Second
 //	POST /v2/repository/index                        Core.Models (body {"ready": true} filters)
 //	POST /v2/repository/models/{m}/load              RepositoryManager.LoadModel (404 without one)
 //	POST /v2/repository/models/{m}/unload            RepositoryManager.UnloadModel (404 without one)
+//	GET  /v2/models/{m}[/versions/{v}]/config        ConfigOf (Triton's model configuration)
+//	GET  /v2/models[/{m}[/versions/{v}]]/stats       StatisticsOf (Triton's statistics)
 //
 // A server or model that is not ready is answered 400, as Triton does (the protocol asks for a
 // 4xx status).
@@ -145,6 +151,11 @@ func NewHandler(core Core, opts HandlerOptions) (http.Handler, error) {
 	h.mux.HandleFunc("POST /v2/repository/index", h.repositoryIndex)
 	h.mux.HandleFunc("POST /v2/repository/models/{model}/load", h.repositoryLoad)
 	h.mux.HandleFunc("POST /v2/repository/models/{model}/unload", h.repositoryUnload)
+	h.mux.HandleFunc("GET /v2/models/{model}/config", h.modelConfig)
+	h.mux.HandleFunc("GET /v2/models/{model}/versions/{version}/config", h.modelConfig)
+	h.mux.HandleFunc("GET /v2/models/stats", h.modelStats)
+	h.mux.HandleFunc("GET /v2/models/{model}/stats", h.modelStats)
+	h.mux.HandleFunc("GET /v2/models/{model}/versions/{version}/stats", h.modelStats)
 	return h, nil
 }
 
@@ -288,6 +299,35 @@ func (h *handler) modelReady(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, map[string]any{"name": m, "ready": true})
 	}
 	h.observe(Observation{Route: RouteModelReady, Model: m, Version: v, Code: code}, start)
+}
+
+func (h *handler) modelConfig(w http.ResponseWriter, r *http.Request) {
+	start := h.opts.Now()
+	m, v := r.PathValue("model"), r.PathValue("version")
+	code := http.StatusOK
+	cfg, err := ConfigOf(r.Context(), h.core, m, v)
+	if err != nil {
+		code = h.writeError(w, err)
+	} else {
+		writeJSON(w, code, cfg)
+	}
+	h.observe(Observation{Route: RouteModelConfig, Model: m, Version: v, Code: code}, start)
+}
+
+func (h *handler) modelStats(w http.ResponseWriter, r *http.Request) {
+	start := h.opts.Now()
+	m, v := r.PathValue("model"), r.PathValue("version")
+	code := http.StatusOK
+	st, err := StatisticsOf(r.Context(), h.core, m, v)
+	if err != nil {
+		code = h.writeError(w, err)
+	} else {
+		if st == nil {
+			st = []ModelStatistics{}
+		}
+		writeJSON(w, code, StatisticsResponse{ModelStats: st})
+	}
+	h.observe(Observation{Route: RouteModelStats, Model: m, Version: v, Code: code}, start)
 }
 
 // maxIndexBody bounds the body of POST /v2/repository/index.

@@ -38,7 +38,7 @@ func (h *handler) repositoryLoad(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) repositoryUnload(w http.ResponseWriter, r *http.Request) {
-	h.repositoryChange(w, r, RouteRepositoryUnld, func(rm RepositoryManager, m string, params map[string]any) error {
+	h.repositoryChange(w, r, RouteRepositoryUnload, func(rm RepositoryManager, m string, params map[string]any) error {
 		for k := range params {
 			if k != "unload_dependents" { // Triton's one unload parameter; sloserve has no dependents
 				return fmt.Errorf("%w: unload parameter %q is not supported", ErrBadRequest, k)

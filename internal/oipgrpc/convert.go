@@ -252,8 +252,10 @@ func DecodeResponse(in *pb.ModelInferResponse, lim oip.Limits) (*oip.InferenceRe
 	return r, nil
 }
 
-// fromParams converts gRPC parameters into oip.Parameters: bool and string as they are, int64 as
-// json.Number (what the REST decoder yields for numbers). A parameter with no value is an error.
+// fromParams converts gRPC parameters into oip.Parameters: bool and string as they are, int64 and
+// Triton's uint64_param and double_param as json.Number (what the REST decoder yields for
+// numbers). A parameter with no value, or a double that is NaN or infinite (JSON has no such
+// number), is an error wrapping oip.ErrBadRequest.
 func fromParams(in map[string]*pb.InferParameter, where string) (oip.Parameters, error) {
 	if len(in) == 0 {
 		return nil, nil
@@ -267,6 +269,13 @@ func fromParams(in map[string]*pb.InferParameter, where string) (oip.Parameters,
 			out[k] = json.Number(strconv.FormatInt(c.Int64Param, 10))
 		case *pb.InferParameter_StringParam:
 			out[k] = c.StringParam
+		case *pb.InferParameter_Uint64Param:
+			out[k] = json.Number(strconv.FormatUint(c.Uint64Param, 10))
+		case *pb.InferParameter_DoubleParam:
+			if math.IsNaN(c.DoubleParam) || math.IsInf(c.DoubleParam, 0) {
+				return nil, fmt.Errorf("%w: %s: parameter %q: double_param %v is not finite", oip.ErrBadRequest, where, k, c.DoubleParam)
+			}
+			out[k] = json.Number(strconv.FormatFloat(c.DoubleParam, 'g', -1, 64))
 		default:
 			return nil, fmt.Errorf("%w: %s: parameter %q has no value", oip.ErrBadRequest, where, k)
 		}
@@ -274,8 +283,9 @@ func fromParams(in map[string]*pb.InferParameter, where string) (oip.Parameters,
 	return out, nil
 }
 
-// toParams converts oip.Parameters into gRPC parameters. The protocol's InferParameter holds only
-// bool, int64 and string, so an integral number becomes int64_param and any other number (a
+// toParams converts oip.Parameters into gRPC parameters. KServe's InferParameter holds only
+// bool, int64 and string (double_param and uint64_param are Triton's, unknown to KServe clients),
+// so an integral number becomes int64_param and any other number (a
 // fraction, or an integer beyond int64) becomes its decimal text in string_param; values of other
 // types are written with %v.
 func toParams(in oip.Parameters) map[string]*pb.InferParameter {

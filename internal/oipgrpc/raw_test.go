@@ -123,6 +123,21 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Add(seed(true))
 	f.Add(seed(false))
+	{ // Triton's double_param and uint64_param
+		in, err := EncodeRequest("m", "", &oip.InferenceRequest{Inputs: []oip.Tensor{oip.NewFP32("a", []int64{1}, []float32{1})}}, true)
+		if err != nil {
+			f.Fatal(err)
+		}
+		in.Parameters = map[string]*pb.InferParameter{
+			"timeout":    {ParameterChoice: &pb.InferParameter_Uint64Param{Uint64Param: 1 << 63}},
+			"latency_ms": {ParameterChoice: &pb.InferParameter_DoubleParam{DoubleParam: 2.5}},
+		}
+		b, err := proto.Marshal(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	lim := oip.DefaultLimits()
 	lim.MaxTensorElements, lim.MaxTotalElements = 1<<16, 1<<16
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -141,6 +156,10 @@ func FuzzDecodeRequest(f *testing.F) {
 			if n, err := oip.ShapeElements(tt.Shape); err != nil || int64(tt.Len()) != n {
 				t.Fatalf("input %q: %d elements for shape %v", tt.Name, tt.Len(), tt.Shape)
 			}
+		}
+		// Whatever numbers the parameters decoded to, the SLO parser answers or refuses them.
+		if _, err := oip.ParseSLO(req.Parameters); err != nil && !errors.Is(err, oip.ErrBadRequest) {
+			t.Fatalf("ParseSLO: %v does not wrap ErrBadRequest", err)
 		}
 	})
 }

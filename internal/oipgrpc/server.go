@@ -12,6 +12,7 @@ import (
 	pb "github.com/sloserve/sloserve/internal/oipgrpc/inferencepb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -37,6 +38,9 @@ type Options struct {
 	// Reflection registers the gRPC server reflection service in NewServer, so that grpcurl
 	// and similar tools can list and call the service without the .proto file.
 	Reflection bool
+	// Health registers grpc.health.v1.Health over the core (NewHealth) in NewServer, for
+	// Kubernetes gRPC probes and grpc_health_probe.
+	Health bool
 	// BodyBudget, if set, bounds the request bytes held at once (shared with the REST
 	// handler): a ModelInfer message reserves its size once received and before it is
 	// unmarshalled (NewServer's codec; ModelInfer itself when registered on another server), and
@@ -81,7 +85,7 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // NewServer returns a gRPC server with inference.GRPCInferenceService over core registered (and,
-// with opts.Reflection, the reflection service). The caller serves it on a listener and stops it:
+// with opts.Reflection, the reflection service; with opts.Health, grpc.health.v1.Health). The caller serves it on a listener and stops it:
 //
 //	s, err := oipgrpc.NewServer(core, oipgrpc.Options{Reflection: true})
 //	go s.Serve(lis)
@@ -109,6 +113,9 @@ func NewServer(core oip.Core, opts Options) (*grpc.Server, error) {
 	so = append(so, o.ServerOptions...)
 	s := grpc.NewServer(so...)
 	pb.RegisterGRPCInferenceServiceServer(s, svc)
+	if o.Health {
+		healthpb.RegisterHealthServer(s, NewHealth(core))
+	}
 	if o.Reflection {
 		reflection.Register(s)
 	}
@@ -116,7 +123,7 @@ func NewServer(core oip.Core, opts Options) (*grpc.Server, error) {
 }
 
 // Register registers inference.GRPCInferenceService over core on an existing server (opts'
-// Reflection and ServerOptions are not used; size limits are the server's own).
+// Reflection, Health and ServerOptions are not used; size limits are the server's own).
 func Register(s grpc.ServiceRegistrar, core oip.Core, opts Options) error {
 	svc, err := NewService(core, opts)
 	if err != nil {

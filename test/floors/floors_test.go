@@ -74,6 +74,7 @@ var floorOf = map[string]int{
 	"internal/load":       runtime,
 	"internal/dashboard":  runtime,
 	"internal/chaos":      runtime,
+	"internal/repository": runtime,
 
 	"internal/sim": simulator,
 
