@@ -160,7 +160,7 @@ func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 	b := &batcher{
 		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: picker,
 		bytes: m.MaxBatchBytes, maxRows: m.MaxRows,
-		m:           g.metrics.forModel(m.Name),
+		m:           g.metrics.forModel(m.Name, m.SLO),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),
 		completions: make(chan *flight, 64),
@@ -619,6 +619,7 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
 func (b *batcher) complete(f *flight) {
+	b.m.observeFlight(f)
 	f.inst.outstanding--
 	if i := slices.Index(f.inst.flights, f); i >= 0 {
 		f.inst.flights = slices.Delete(f.inst.flights, i, i+1)

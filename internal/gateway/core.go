@@ -181,8 +181,13 @@ func (g *Gateway) observe(o oip.Observation) {
 	if !ok {
 		return
 	}
-	b.m.outcome[outcomeOf(o.Code)].Inc()
+	outcome := outcomeOf(o.Code)
+	if o.Canceled {
+		outcome = outcomeCanceled
+	}
+	b.m.outcome[outcome].Inc()
 	b.m.duration.Observe(o.Elapsed.Seconds())
+	b.m.slo.observe(b.spec.Threshold, outcome, o.Elapsed)
 }
 
 // ServerOptions bound the gateway's http.Server.
