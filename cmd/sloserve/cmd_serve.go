@@ -13,6 +13,7 @@ import (
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/telemetry"
 	bundled "github.com/sloserve/sloserve/models"
 )
 
@@ -24,6 +25,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
 	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "", "override gateway.log_format: text or json (one JSON object per line)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,6 +47,12 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if *grpcAddr != "" {
 		cfg.Gateway.GRPCAddr = *grpcAddr
 	}
+	if *logFormat != "" {
+		if *logFormat != telemetry.FormatText && *logFormat != telemetry.FormatJSON {
+			return usagef("serve: --log-format %q must be text or json", *logFormat)
+		}
+		cfg.Gateway.LogFormat = *logFormat
+	}
 	if cfg.Gateway.AdminToken == "" {
 		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
 	}
@@ -54,11 +62,16 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("serve: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	log, err := telemetry.NewLogger(e.stderr, cfg.Gateway.LogFormat, level)
+	if err != nil {
+		return usagef("serve: gateway.log_format: %v", err)
+	}
 	if _, err := gateway.RaiseFileLimit(); err != nil {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
+	bv := readBuildVersion()
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log,
+		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
 // StackOptions are the dependencies of Start; nil fields get safe defaults.
@@ -43,6 +44,8 @@ type StackOptions struct {
 	Backend Backend
 	// DashboardToken, when not empty, is the bearer token /ui/data requires.
 	DashboardToken string
+	// Build is the binary's version, exported as sloserve_build_info (metrics_runtime.go).
+	Build BuildInfo
 }
 
 // Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
@@ -66,6 +69,7 @@ type Stack struct {
 
 	server *http.Server
 	grpc   *grpc.Server
+	admin  *telemetry.Admin
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
@@ -87,6 +91,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+	}
+	if err := registerRuntimeMetrics(reg, opts.Build); err != nil {
+		return nil, err
 	}
 	pols := opts.Policies
 	if pols == nil {
@@ -181,6 +188,17 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.GRPCAddr = gln.Addr().String()
 		gln = conns.listen(gln, false, true)
 	}
+	h = telemetry.Middleware(h, telemetry.AccessLogOptions{Logger: log, SampleRatio: gc.AccessLogSample, Route: routeOf})
+	if gc.AdminAddr != "" {
+		if s.admin, err = telemetry.StartAdmin(gc.AdminAddr, log); err != nil {
+			ln.Close()
+			if gln != nil {
+				gln.Close()
+			}
+			return fail(fmt.Errorf("gateway.admin_addr: %w", err))
+		}
+		log.Info("admin server (pprof) listening", "url", "http://"+s.admin.Addr+"/debug/pprof/")
+	}
 	s.server = NewServer(probeGate(h, gc.RetryAfter), ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
 	s.server.ConnState = conns.connState
@@ -260,6 +278,7 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 			s.grpc.Stop()
 		}
 	}
+	s.admin.Close()
 	if err := s.server.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down gateway server: %w", err))
 	}
