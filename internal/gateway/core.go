@@ -167,6 +167,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+WorkersMetricsPath, g.workersMetricsHandler()) // metrics_workers.go
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), nil
 }
