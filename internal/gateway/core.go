@@ -187,7 +187,9 @@ func (g *Gateway) observe(o oip.Observation) {
 		outcome = outcomeCanceled
 	}
 	b.m.outcome[outcome].Inc()
-	b.m.duration.Observe(o.Elapsed.Seconds())
+	if outcome == outcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
+		b.m.duration.Observe(o.Elapsed.Seconds())
+	}
 	b.m.slo.observe(b.spec.Threshold, outcome, o.Elapsed)
 }
 

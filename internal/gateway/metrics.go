@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Inference requests answered by the gateway, by model and outcome.",
 		}, []string{"model", "outcome"}),
 		duration: newModelHistograms("sloserve_request_duration_seconds",
-			"Time from a request's arrival at the gateway to its answer, by model (buckets aligned to the model's SLO threshold)."),
+			"Time from a successful (200) request's arrival at the gateway to its answer, by model (buckets aligned to the model's SLO threshold); failures are counted in sloserve_requests_total by outcome."),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sloserve_batch_size",
 			Help:    "Requests per batch sent to an instance, by model.",

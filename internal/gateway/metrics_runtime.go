@@ -19,10 +19,10 @@ type BuildInfo struct {
 	GoVersion string
 }
 
-// registerRuntimeMetrics registers the Go runtime (go_*) and process (process_*) collectors and
+// RegisterRuntimeMetrics registers the Go runtime (go_*) and process (process_*) collectors and
 // sloserve_build_info{version,commit,goversion} 1 on reg, what every Prometheus exporter
 // serves. A collector reg already has is not an error (a caller's registry may hold them).
-func registerRuntimeMetrics(reg prometheus.Registerer, bi BuildInfo) error {
+func RegisterRuntimeMetrics(reg prometheus.Registerer, bi BuildInfo) error {
 	if bi.Version == "" {
 		bi.Version = "(devel)"
 	}

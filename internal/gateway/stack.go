@@ -92,7 +92,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	if err := registerRuntimeMetrics(reg, opts.Build); err != nil {
+	if err := RegisterRuntimeMetrics(reg, opts.Build); err != nil {
 		return nil, err
 	}
 	pols := opts.Policies
