@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -70,7 +71,18 @@ func runServe(ctx context.Context, args []string, e env) error {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
 	bv := readBuildVersion()
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log,
+	otlp := cmp.Or(cfg.Gateway.OTLPEndpoint, os.Getenv(telemetry.EnvOTLPEndpoint))
+	tr, err := telemetry.NewTracing(ctx, "sloserve-gateway", otlp)
+	if err != nil {
+		return usagef("serve: gateway.otlp_endpoint: %v", err)
+	}
+	defer tr.Shutdown(context.Background())
+	var env []string
+	if otlp != "" {
+		env = append(env, telemetry.EnvOTLPEndpoint+"="+otlp) // the local workers export to the same collector
+		log.Info("exporting trace spans over OTLP/HTTP", "endpoint", otlp)
+	}
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Tracing: tr, Env: env,
 		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -111,6 +112,11 @@ type Gateway struct {
 	// AdminAddr is the listen address (host:port, loopback only) of the admin server serving
 	// Go's pprof profiles under /debug/pprof/; "" (the default) serves none.
 	AdminAddr string `yaml:"admin_addr"`
+	// OTLPEndpoint is the URL of an OpenTelemetry collector's OTLP/HTTP endpoint (e.g.
+	// "http://127.0.0.1:4318") to which the gateway and its local workers export trace spans;
+	// "" uses $OTEL_EXPORTER_OTLP_ENDPOINT, and when both are empty nothing is exported (the
+	// clients' W3C traceparent is still passed on to the workers).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
 }
 
 // Workers configures the local provider.
@@ -288,6 +294,9 @@ func (c Config) Validate() error {
 	}
 	if !(g.AccessLogSample >= 0 && g.AccessLogSample <= 1) {
 		return fmt.Errorf("gateway.access_log_sample: must be in [0, 1], got %v", g.AccessLogSample)
+	}
+	if u, err := url.Parse(g.OTLPEndpoint); g.OTLPEndpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("gateway.otlp_endpoint: %q is not an http(s)://host:port URL", g.OTLPEndpoint)
 	}
 	if err := telemetry.ValidateAdminAddr(g.AdminAddr); err != nil {
 		return fmt.Errorf("gateway.admin_addr: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/telemetry"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -506,7 +507,7 @@ func (b *batcher) send(f *flight) {
 		reqs[i] = c.req
 	}
 	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.g.timeout, latestDeadline(f.calls), f.dispatched)
-	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, f.calls[0].ctx), limit) // the first request's trace continues at the worker
 	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
@@ -561,7 +562,7 @@ func (b *batcher) sendEach(f *flight, limit time.Duration) {
 	var wg sync.WaitGroup
 	for _, c := range f.calls {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(b.ctx, limit)
+			ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, c.ctx), limit)
 			defer cancel()
 			resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, []*oip.InferenceRequest{c.req})
 			switch {

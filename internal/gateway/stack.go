@@ -46,6 +46,9 @@ type StackOptions struct {
 	DashboardToken string
 	// Build is the binary's version, exported as sloserve_build_info (metrics_runtime.go).
 	Build BuildInfo
+	// Tracing propagates the clients' W3C trace context to the workers (and records spans when
+	// it exports); nil propagates nothing.
+	Tracing *telemetry.Tracing
 }
 
 // Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
@@ -98,6 +101,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	pols := opts.Policies
 	if pols == nil {
 		pols = batching.Builtin()
+	}
+	if opts.Backend == nil && opts.Tracing != nil {
+		opts.Backend = NewOIPBackend(oip.ClientOptions{HTTPClient: &http.Client{Transport: opts.Tracing.Transport(oip.NewTransport())}})
 	}
 	prov, err := newProvider(ctx, cfg, opts, log)
 	if err != nil {
@@ -188,7 +194,8 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.GRPCAddr = gln.Addr().String()
 		gln = conns.listen(gln, false, true)
 	}
-	h = telemetry.Middleware(h, telemetry.AccessLogOptions{Logger: log, SampleRatio: gc.AccessLogSample, Route: routeOf})
+	h = telemetry.Middleware(h, telemetry.AccessLogOptions{Logger: log, SampleRatio: gc.AccessLogSample, Route: routeOf,
+		Tracing: opts.Tracing})
 	if gc.AdminAddr != "" {
 		if s.admin, err = telemetry.StartAdmin(gc.AdminAddr, log); err != nil {
 			ln.Close()

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderRequestID is the request id header: accepted from the client (or a proxy in front),
@@ -67,6 +71,10 @@ type AccessLogOptions struct {
 	// Route names a request's route and model for the log line (bounded route names, e.g.
 	// "infer"); nil logs the path.
 	Route func(r *http.Request) (route, model string)
+	// Tracing, when not nil, takes the client's W3C trace context (traceparent) into the
+	// request's context, where the gateway's calls to workers pick it up, and records a server
+	// span when it exports.
+	Tracing *Tracing
 }
 
 // Middleware gives every request an id (X-Request-Id from the client when usable, else a new
@@ -85,15 +93,35 @@ func Middleware(next http.Handler, o AccessLogOptions) http.Handler {
 			r.Header.Set(HeaderRequestID, id)
 		}
 		w.Header().Set(HeaderRequestID, id)
-		rw := &recorder{ResponseWriter: w, id: id}
-		next.ServeHTTP(rw, r.WithContext(WithRequestID(r.Context(), id)))
-		rw.finish()
-		if o.Logger == nil {
-			return
+		route, model := r.URL.Path, ""
+		if o.Route != nil {
+			route, model = o.Route(r)
 		}
+		ctx := WithRequestID(r.Context(), id)
+		var span trace.Span
+		if o.Tracing != nil {
+			ctx, span = o.Tracing.start(r.WithContext(ctx), r.Method+" "+route)
+		}
+		rw := &recorder{ResponseWriter: w, id: id}
+		next.ServeHTTP(rw, r.WithContext(ctx))
+		rw.finish()
 		code := rw.code
 		if code == 0 {
 			code = http.StatusOK
+		}
+		if span != nil {
+			if span.IsRecording() {
+				span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+					attribute.String("sloserve.model", model), attribute.Int("http.response.status_code", code),
+					attribute.String("sloserve.request_id", id))
+				if code >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(code))
+				}
+			}
+			span.End()
+		}
+		if o.Logger == nil {
+			return
 		}
 		sampled := false
 		if code < 500 && ratio > 0 {
@@ -103,10 +131,6 @@ func Middleware(next http.Handler, o AccessLogOptions) http.Handler {
 		if code < 500 && !sampled {
 			return
 		}
-		route, model := r.URL.Path, ""
-		if o.Route != nil {
-			route, model = o.Route(r)
-		}
 		level := slog.LevelInfo
 		if code >= 500 {
 			level = slog.LevelWarn
@@ -115,7 +139,8 @@ func Middleware(next http.Handler, o AccessLogOptions) http.Handler {
 			slog.String("method", r.Method), slog.String("route", route), slog.String("model", model),
 			slog.Int("status", code), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 			slog.Int64("bytes_in", max(r.ContentLength, 0)), slog.Int64("bytes", rw.bytes),
-			slog.String("request_id", id), slog.String("remote", r.RemoteAddr))
+			slog.String("request_id", id), slog.String("remote", r.RemoteAddr),
+			slog.String("trace_id", traceID(ctx)))
 	})
 }
 
@@ -206,3 +231,11 @@ func (rw *recorder) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// traceID returns the trace id of ctx's span context, or "".
+func traceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
