@@ -91,7 +91,9 @@ func runWorker(ctx context.Context, args []string, e env) error {
 		return usagef("worker: $%s: %v", telemetry.EnvOTLPEndpoint, err)
 	}
 	defer tr.Shutdown(context.Background())
-	wrap := func(h http.Handler) http.Handler { return telemetry.Middleware(h, telemetry.AccessLogOptions{Tracing: tr}) }
+	wrap := func(h http.Handler) http.Handler {
+		return telemetry.Middleware(h, telemetry.AccessLogOptions{Tracing: tr})
+	}
 	w, err := worker.New(cfg, ms, worker.Deps{Logger: logger, Registerer: reg, Wrap: wrap})
 	if err != nil {
 		for _, m := range ms {

@@ -16,8 +16,8 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
-	"github.com/sloserve/sloserve/internal/telemetry"
 	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
 // call is one request waiting for its answer.
