@@ -98,7 +98,9 @@ if not r:
 prom = float(r[0]["value"][1]) * 1000
 lg = load["latency_ms"]["p99"]
 err = abs(prom - lg) / lg * 100
-print(f"prom-check: requests {load['requests']} completed {load['completed']} throughput {load['throughput_rps']:.0f}/s")
+extra = load.get("extra", {})
+print(f"prom-check: requests {load['requests']} completed {load['completed']} throughput {load['throughput_rps']:.0f}/s; "
+      f"sends > 1 ms late (client starved): {extra.get('client_late_sends', 0):.0f}")
 if durs:
     exact = durs[max(0, -(-99 * len(durs) // 100) - 1)]
     print(f"prom-check: gateway access log: {len(durs)} answers 200, exact p99 {exact:.2f} ms; histogram bucket error {abs(prom - exact) / exact * 100:.1f} %")
