@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak e2e-clients
+.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak e2e-clients promtool prom-check
 
 # build: compile everything and write the binary to bin/sloserve with its version and commit
 # (sloserve version) from git; a release sets VERSION=v1.2.3. Without the ldflags the binary reports
@@ -38,6 +38,17 @@ test: setup
 
 fuzz:
 	scripts/fuzz.sh 30s
+
+# promtool installs Debian's prometheus (promtool, prometheus) when missing and checks the rules
+# and dashboard of deploy/observability (go test skips that check when promtool is absent).
+promtool:
+	scripts/setup.sh promtool
+	$(GO) test -count=1 ./test/observability/
+
+# prom-check: a real Prometheus (1 s scrapes) against the gateway under 'sloserve load'; fails when
+# its histogram_quantile(0.99) is more than 10 % off the load generator's p99 (docs/observability.md).
+prom-check: promtool
+	scripts/prom-check.sh
 
 # models re-trains the bundled models on the full Fashion-MNIST (Debian dataset-fashion-mnist).
 models:

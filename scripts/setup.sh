@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # setup.sh fetches what sloserve needs beyond the Go module proxy, idempotently, into ignored
-# cache folders under .cache/. Usage: scripts/setup.sh [ort] [dataset]  (default: ort)
+# cache folders under .cache/. Usage: scripts/setup.sh [ort] [dataset] [promtool]  (default: ort)
 #   ort      ONNX Runtime's libonnxruntime.so from the npm tarball of onnxruntime-node
 #            (npm pack runs no install script) -> .cache/onnxruntime/libonnxruntime.so
 #   dataset  Debian's dataset-fashion-mnist (the full 70k images), needed only by 'make models'
+#   promtool Debian's prometheus package (promtool and prometheus), needed by 'make promtool' /
+#            'make prom-check': test/observability checks deploy/observability with promtool
+#            (skipped without it) and scripts/prom-check.sh runs a real Prometheus. A no-op when
+#            both are on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORT_VERSION=1.30.0
@@ -47,10 +51,27 @@ fetch_dataset() {
 	apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null
 }
 
+fetch_promtool() {
+	if command -v promtool >/dev/null && command -v prometheus >/dev/null; then
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: run 'sudo apt-get install prometheus' (promtool and prometheus for deploy/observability checks)" >&2
+		return 1
+	fi
+	if ! command -v apt-get >/dev/null; then
+		echo "setup: no apt-get; install promtool and prometheus from https://prometheus.io/download/" >&2
+		return 1
+	fi
+	echo "setup: installing Debian's prometheus (promtool, prometheus)" >&2
+	apt-get install -y -qq prometheus >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+}
+
 for w in "${want[@]}"; do
 	case "$w" in
 	ort) fetch_ort ;;
 	dataset) fetch_dataset ;;
-	*) echo "setup: unknown part $w (want: ort, dataset)" >&2; exit 2 ;;
+	promtool) fetch_promtool ;;
+	*) echo "setup: unknown part $w (want: ort, dataset, promtool)" >&2; exit 2 ;;
 	esac
 done

@@ -172,7 +172,8 @@ func demoConfig(o demoOptions) (config.Config, config.Model) {
 func driveDemo(ctx context.Context, o demoOptions, progress io.Writer, log *slog.Logger) (demoRun, error) {
 	cfg, m := demoConfig(o)
 	fmt.Fprintf(progress, "starting %d %s worker(s) for %s (runtime %s), batching %s ...\n", o.instances, "sloserve", o.model, cfg.Workers.Runtime, o.policy)
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Version: readBuildVersion().Version})
+	bv := readBuildVersion()
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return demoRun{}, fmt.Errorf("demo: %w", err)
 	}

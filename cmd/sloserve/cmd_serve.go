@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/telemetry"
 	bundled "github.com/sloserve/sloserve/models"
 )
 
@@ -27,6 +29,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
 	repo := fs.String("model-repository", "", "serve the Triton-style model repository `dir` (<model>/<version>/model.onnx, optional <model>/config.yaml); overrides model_repository; without --config only its models are served")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "", "override gateway.log_format: text or json (one JSON object per line)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +62,12 @@ func runServe(ctx context.Context, args []string, e env) error {
 			return usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
 		}
 	}
+	if *logFormat != "" {
+		if *logFormat != telemetry.FormatText && *logFormat != telemetry.FormatJSON {
+			return usagef("serve: --log-format %q must be text or json", *logFormat)
+		}
+		cfg.Gateway.LogFormat = *logFormat
+	}
 	if cfg.Gateway.AdminToken == "" {
 		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
 	}
@@ -68,11 +77,27 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("serve: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	log, err := telemetry.NewLogger(e.stderr, cfg.Gateway.LogFormat, level)
+	if err != nil {
+		return usagef("serve: gateway.log_format: %v", err)
+	}
 	if _, err := gateway.RaiseFileLimit(); err != nil {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Version: readBuildVersion().Version})
+	bv := readBuildVersion()
+	otlp := cmp.Or(cfg.Gateway.OTLPEndpoint, os.Getenv(telemetry.EnvOTLPEndpoint))
+	tr, err := telemetry.NewTracing(ctx, "sloserve-gateway", otlp)
+	if err != nil {
+		return usagef("serve: gateway.otlp_endpoint: %v", err)
+	}
+	defer tr.Shutdown(context.Background())
+	var env []string
+	if otlp != "" {
+		env = append(env, telemetry.EnvOTLPEndpoint+"="+otlp) // the local workers export to the same collector
+		log.Info("exporting trace spans over OTLP/HTTP", "endpoint", otlp)
+	}
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Tracing: tr, Env: env,
+		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/telemetry"
 	"github.com/sloserve/sloserve/internal/worker"
 	bundled "github.com/sloserve/sloserve/models"
 )
@@ -82,7 +84,17 @@ func runWorker(ctx context.Context, args []string, e env) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	w, err := worker.New(cfg, ms, worker.Deps{Logger: logger, Registerer: reg})
+	// The gateway passes its clients' traceparent on; with $OTEL_EXPORTER_OTLP_ENDPOINT set the
+	// worker records its span of each request too.
+	tr, err := telemetry.NewTracing(ctx, "sloserve-worker", os.Getenv(telemetry.EnvOTLPEndpoint))
+	if err != nil {
+		return usagef("worker: $%s: %v", telemetry.EnvOTLPEndpoint, err)
+	}
+	defer tr.Shutdown(context.Background())
+	wrap := func(h http.Handler) http.Handler {
+		return telemetry.Middleware(h, telemetry.AccessLogOptions{Tracing: tr})
+	}
+	w, err := worker.New(cfg, ms, worker.Deps{Logger: logger, Registerer: reg, Wrap: wrap})
 	if err != nil {
 		for _, m := range ms {
 			m.Runner.Close()

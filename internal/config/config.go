@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
 // Config is the serving configuration of `sloserve serve`.
@@ -107,6 +109,23 @@ type Gateway struct {
 	// both are set the gateway's HTTP listener serves HTTPS. Both or neither.
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`
+	// LogFormat is the format of `sloserve serve`'s log on stderr: "text" (key=value) or "json"
+	// (one JSON object per line); --log-format overrides it.
+	LogFormat string `yaml:"log_format"`
+	// AccessLogSample is the fraction of HTTP requests answered below 500 that are written to
+	// the access log (ratio in [0, 1]; one line per request: method, route, model, status,
+	// duration, bytes, request id). Answers of 500 and above are always logged. 0, the default,
+	// logs only those: at thousands of requests per second a line per request costs more CPU
+	// and log volume than it is worth, and the metrics already count every request.
+	AccessLogSample float64 `yaml:"access_log_sample"`
+	// AdminAddr is the listen address (host:port, loopback only) of the admin server serving
+	// Go's pprof profiles under /debug/pprof/; "" (the default) serves none.
+	AdminAddr string `yaml:"admin_addr"`
+	// OTLPEndpoint is the URL of an OpenTelemetry collector's OTLP/HTTP endpoint (e.g.
+	// "http://127.0.0.1:4318") to which the gateway and its local workers export trace spans;
+	// "" uses $OTEL_EXPORTER_OTLP_ENDPOINT, and when both are empty nothing is exported (the
+	// clients' W3C traceparent is still passed on to the workers).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
 }
 
 // Workers configures the local provider.
@@ -239,6 +258,7 @@ func Default() Config {
 			RetryAfter:               time.Second,
 			SyncInterval:             500 * time.Millisecond,
 			Dispatch:                 dispatch.DefaultName,
+			LogFormat:                "text",
 		},
 		Workers: Workers{
 			Runtime:        DefaultRuntime,
@@ -280,6 +300,18 @@ func (c Config) Validate() error {
 	}
 	if (g.TLSCert == "") != (g.TLSKey == "") {
 		return fmt.Errorf("gateway.tls_cert and gateway.tls_key: set both or neither, got %q and %q", g.TLSCert, g.TLSKey)
+	}
+	if g.LogFormat != "" && g.LogFormat != "text" && g.LogFormat != "json" {
+		return fmt.Errorf("gateway.log_format: must be text or json, got %q", g.LogFormat)
+	}
+	if !(g.AccessLogSample >= 0 && g.AccessLogSample <= 1) {
+		return fmt.Errorf("gateway.access_log_sample: must be in [0, 1], got %v", g.AccessLogSample)
+	}
+	if u, err := url.Parse(g.OTLPEndpoint); g.OTLPEndpoint != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("gateway.otlp_endpoint: %q is not an http(s)://host:port URL", g.OTLPEndpoint)
+	}
+	if err := telemetry.ValidateAdminAddr(g.AdminAddr); err != nil {
+		return fmt.Errorf("gateway.admin_addr: %w", err)
 	}
 	if strings.ContainsAny(g.AdminToken, " \t\r\n") {
 		return errors.New("gateway.admin_token: must not contain white space")

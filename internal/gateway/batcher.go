@@ -17,6 +17,7 @@ import (
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
 // call is one request waiting for its answer.
@@ -162,7 +163,7 @@ func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 	b := &batcher{
 		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: picker,
 		bytes: m.MaxBatchBytes, maxRows: m.MaxRows,
-		m:           g.metrics.forModel(m.Name),
+		m:           g.metrics.forModel(m.Name, m.SLO),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),
 		completions: make(chan *flight, 64),
@@ -508,7 +509,7 @@ func (b *batcher) send(f *flight) {
 		reqs[i] = c.req
 	}
 	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.g.timeout, latestDeadline(f.calls), f.dispatched)
-	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, f.calls[0].ctx), limit) // the first request's trace continues at the worker
 	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
@@ -563,7 +564,7 @@ func (b *batcher) sendEach(f *flight, limit time.Duration) {
 	var wg sync.WaitGroup
 	for _, c := range f.calls {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(b.ctx, limit)
+			ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, c.ctx), limit)
 			defer cancel()
 			resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, []*oip.InferenceRequest{c.req})
 			switch {
@@ -621,6 +622,7 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
 func (b *batcher) complete(f *flight) {
+	b.m.observeFlight(f)
 	f.inst.outstanding--
 	if i := slices.Index(f.inst.flights, f); i >= 0 {
 		f.inst.flights = slices.Delete(f.inst.flights, i, i+1)

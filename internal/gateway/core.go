@@ -243,6 +243,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+WorkersMetricsPath, g.workersMetricsHandler()) // metrics_workers.go
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), nil
 }
@@ -257,8 +258,15 @@ func (g *Gateway) observe(o oip.Observation) {
 	if err != nil {
 		return
 	}
-	b.m.outcome[outcomeOf(o.Code)].Inc()
-	b.m.duration.Observe(o.Elapsed.Seconds())
+	outcome := outcomeOf(o.Code)
+	if o.Canceled {
+		outcome = outcomeCanceled
+	}
+	b.m.outcome[outcome].Inc()
+	if outcome == outcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
+		b.m.duration.Observe(o.Elapsed.Seconds())
+	}
+	b.m.slo.observe(b.spec.Threshold, outcome, o.Elapsed)
 }
 
 // ServerOptions bound the gateway's http.Server.

@@ -2,15 +2,18 @@ package gateway
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // metrics are the gateway's Prometheus metrics, registered on the injected Registerer.
 type metrics struct {
 	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
+	duration  *modelHistograms // SLOBuckets of each model's threshold (metrics_slo.go)
 	batchSize *prometheus.HistogramVec
 	queue     *prometheus.GaugeVec
 	instances *prometheus.GaugeVec
+	slo       *sloMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -19,11 +22,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "sloserve_requests_total",
 			Help: "Inference requests answered by the gateway, by model and outcome.",
 		}, []string{"model", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sloserve_request_duration_seconds",
-			Help:    "Time from a request's arrival at the gateway to its answer, by model.",
-			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
-		}, []string{"model"}),
+		duration: newModelHistograms("sloserve_request_duration_seconds",
+			"Time from a successful (200) request's arrival at the gateway to its answer, by model (buckets aligned to the model's SLO threshold); failures are counted in sloserve_requests_total by outcome."),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sloserve_batch_size",
 			Help:    "Requests per batch sent to an instance, by model.",
@@ -37,11 +37,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "sloserve_instances",
 			Help: "Instances known to the gateway, by model and state.",
 		}, []string{"model", "state"}),
+		slo: newSLOMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.batchSize, m.queue, m.instances} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.batchSize, m.queue, m.instances}, m.slo.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -57,12 +58,18 @@ type modelMetrics struct {
 	queue     prometheus.Gauge
 	ready     prometheus.Gauge
 	draining  prometheus.Gauge
+	queueWait prometheus.Observer
+	backend   prometheus.Observer
+	slo       *sloWindow
 }
 
-func (m *metrics) forModel(model string) *modelMetrics {
+func (m *metrics) forModel(model string, spec slo.Spec) *modelMetrics {
 	mm := &modelMetrics{
 		outcome:   make(map[string]prometheus.Counter, len(outcomes)),
-		duration:  m.duration.WithLabelValues(model),
+		duration:  m.duration.forModel(model, spec.Threshold),
+		queueWait: m.slo.queueWait.forModel(model, spec.Threshold),
+		backend:   m.slo.backend.forModel(model, spec.Threshold),
+		slo:       m.slo.window(model, spec.Threshold, spec.Target),
 		batchSize: m.batchSize.WithLabelValues(model),
 		queue:     m.queue.WithLabelValues(model),
 		ready:     m.instances.WithLabelValues(model, "ready"),

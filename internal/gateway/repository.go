@@ -156,7 +156,8 @@ func (g *Gateway) RemoveModel(ctx context.Context, name string) error {
 func (m *metrics) drop(model string) {
 	l := prometheus.Labels{"model": model}
 	m.requests.DeletePartialMatch(l)
-	m.duration.DeletePartialMatch(l)
+	m.duration.drop(model)
+	m.slo.drop(model)
 	m.batchSize.DeletePartialMatch(l)
 	m.queue.DeletePartialMatch(l)
 	m.instances.DeletePartialMatch(l)

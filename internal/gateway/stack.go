@@ -22,6 +22,7 @@ import (
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
 // StackOptions are the dependencies of Start; nil fields get safe defaults.
@@ -43,9 +44,12 @@ type StackOptions struct {
 	Backend Backend
 	// DashboardToken, when not empty, is the bearer token /ui/data requires.
 	DashboardToken string
-	// Version is the build's version, reported by GET /v2 and gRPC ServerMetadata; "" means
-	// "(devel)".
-	Version string
+	// Build is the binary's version: exported as sloserve_build_info (metrics_runtime.go) and
+	// reported by GET /v2 and gRPC ServerMetadata (Build.Version; "" means "(devel)").
+	Build BuildInfo
+	// Tracing propagates the clients' W3C trace context to the workers (and records spans when
+	// it exports); nil propagates nothing.
+	Tracing *telemetry.Tracing
 }
 
 // Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
@@ -71,6 +75,7 @@ type Stack struct {
 
 	server *http.Server
 	grpc   *grpc.Server
+	admin  *telemetry.Admin
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
@@ -95,6 +100,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	if err := RegisterRuntimeMetrics(reg, opts.Build); err != nil {
+		return nil, err
+	}
 	pols := opts.Policies
 	if pols == nil {
 		pols = batching.Builtin()
@@ -103,13 +111,16 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err != nil {
 		return nil, err
 	}
+	if opts.Backend == nil && opts.Tracing != nil {
+		opts.Backend = NewOIPBackend(oip.ClientOptions{HTTPClient: &http.Client{Transport: opts.Tracing.Transport(oip.NewTransport())}})
+	}
 	prov, err := newProvider(ctx, cfg, opts, log)
 	if err != nil {
 		removeStage(stage)
 		return nil, err
 	}
 	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
-		Backend: opts.Backend, Version: opts.Version})
+		Backend: opts.Backend, Version: opts.Build.Version})
 	if err != nil {
 		closeProvider(prov)
 		return nil, err
@@ -215,6 +226,18 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		s.GRPCAddr = gln.Addr().String()
 		gln = conns.listen(gln, false, true)
 	}
+	h = telemetry.Middleware(h, telemetry.AccessLogOptions{Logger: log, SampleRatio: gc.AccessLogSample, Route: routeOf,
+		Tracing: opts.Tracing})
+	if gc.AdminAddr != "" {
+		if s.admin, err = telemetry.StartAdmin(gc.AdminAddr, log); err != nil {
+			ln.Close()
+			if gln != nil {
+				gln.Close()
+			}
+			return fail(fmt.Errorf("gateway.admin_addr: %w", err))
+		}
+		log.Info("admin server (pprof) listening", "url", "http://"+s.admin.Addr+"/debug/pprof/")
+	}
 	s.server = NewServer(probeGate(h, gc.RetryAfter), ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
 	s.server.ConnState = conns.connState
@@ -303,6 +326,7 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 			s.grpc.Stop()
 		}
 	}
+	s.admin.Close()
 	if err := s.server.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("shut down gateway server: %w", err))
 	}

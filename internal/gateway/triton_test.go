@@ -46,7 +46,7 @@ func TestTritonDayOne(t *testing.T) {
 	cfg.Gateway.TLSCert, cfg.Gateway.TLSKey = certFile, keyFile
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}, Version: "v1.2.3-test"})
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}, Build: BuildInfo{Version: "v1.2.3-test"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,10 @@ type Observation struct {
 	Rows int64
 	// Elapsed is the time from arrival to the answer being written.
 	Elapsed time.Duration
+	// Canceled reports that the client went away (its context was canceled) before the answer;
+	// Code is then the 400 sent in its place, and metrics should count a cancellation, not a
+	// bad request.
+	Canceled bool
 }
 
 // HandlerOptions configures NewHandler. The zero value is usable.
@@ -435,6 +439,7 @@ func (h *handler) infer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
+		obs.Canceled = StatusOf(err) == 499 || r.Context().Err() != nil
 		obs.Code = h.writeError(w, err)
 		h.observe(obs, start)
 		return

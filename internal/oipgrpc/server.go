@@ -161,6 +161,9 @@ func NewService(core oip.Core, opts Options) (*Service, error) {
 func (s *Service) finish(ctx context.Context, obs oip.Observation, start time.Time, err error) error {
 	if s.opts.Observe != nil {
 		obs.Code = httpStatusOf(err)
+		if obs.Code == 499 || (err != nil && errors.Is(ctx.Err(), context.Canceled)) {
+			obs.Canceled = true
+		}
 		if obs.Code == 499 {
 			obs.Code = 400 // as the REST handler sends it
 		}

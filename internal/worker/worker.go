@@ -31,6 +31,9 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Now is the clock used to time batches; nil means time.Now.
 	Now func() time.Time
+	// Wrap, when not nil, wraps the HTTP handler (e.g. W3C trace context extraction,
+	// telemetry.Middleware); nil serves the handler as is.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Worker serves loaded models over OIP v2. It implements oip.Core; its methods are safe for
@@ -124,6 +127,9 @@ func New(cfg Config, ms []Model, deps Deps) (*Worker, error) {
 	}
 	mux.Handle("/", h)
 	w.handler = mux
+	if deps.Wrap != nil {
+		w.handler = deps.Wrap(mux)
+	}
 	return w, nil
 }
 

@@ -75,6 +75,7 @@ var floorOf = map[string]int{
 	"internal/dashboard":  runtime,
 	"internal/chaos":      runtime,
 	"internal/repository": runtime,
+	"internal/telemetry":  runtime,
 
 	"internal/sim": simulator,
 
