@@ -58,11 +58,24 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if _, err := gateway.RaiseFileLimit(); err != nil {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log})
+	// Listen first: /v2/health/live answers while the fleet comes up (pods pending, images
+	// pulling), /v2/health/ready says 503 until it is up.
+	st, err := gateway.Listen(ctx, cfg, gateway.StackOptions{Logger: log})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "sloserve gateway listening on %s (models: %v; metrics at /metrics)\n", st.URL, st.Gateway.ModelNames())
+	fmt.Fprintf(e.stdout, "sloserve gateway listening on %s (starting the fleet: /v2/health/ready is 503 until it is up)\n", st.URL)
+	if err := st.Wait(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st.Close(sctx)
+		if ctx.Err() != nil {
+			fmt.Fprintln(e.stdout, "sloserve gateway stopped before its fleet was up")
+			return nil
+		}
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "sloserve gateway ready on %s (models: %v; metrics at /metrics)\n", st.URL, st.Gateway.ModelNames())
 	fmt.Fprintf(e.stdout, "dashboard at %s/ui; TF Serving/KServe V1 at /v1/models; SageMaker at /ping, /invocations; controller %s\n", st.URL, cfg.Controller.Policy)
 	if st.GRPCAddr != "" {
 		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)

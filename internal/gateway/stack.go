@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -51,24 +55,34 @@ type Stack struct {
 	// Gateway is the running gateway.
 	Gateway *Gateway
 	// Provider runs the instances: a *local.Provider (provider.kind local; type-assert it for
-	// local-only features such as PID) or a *kubernetes.Provider.
+	// local-only features such as PID) or a *kubernetes.Provider. Set once the fleet is up
+	// (Start returned, or Wait returned nil).
 	Provider provider.Provider
 	// URL is the gateway's base URL, e.g. "http://127.0.0.1:8080".
 	URL string
-	// GRPCAddr is the host:port of the OIP v2 gRPC endpoint, or "" when not served.
+	// GRPCAddr is the host:port of the OIP v2 gRPC endpoint, or "" when not served. Its
+	// connections are accepted once the fleet is up.
 	GRPCAddr string
 	// Registry holds the gateway's metrics.
 	Registry *prometheus.Registry
-	// Controller sizes each model's fleet (cfg.Controller.Policy) and accounts its cost.
+	// Controller sizes each model's fleet (cfg.Controller.Policy) and accounts its cost. Set
+	// once the fleet is up.
 	Controller *controller.Controller
-	// Dashboard is the page served at /ui.
+	// Dashboard is the page served at /ui. Set once the fleet is up.
 	Dashboard *dashboard.Dashboard
 
-	server *http.Server
-	grpc   *grpc.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	log    *slog.Logger
+	server  *http.Server
+	grpc    *grpc.Server
+	gln     net.Listener // the gRPC listener, served once the fleet is up
+	handler atomic.Pointer[http.Handler]
+	ready   chan struct{} // closed when bring-up ended; startErr says how
+	// startErr is bring-up's error, written before ready is closed.
+	startErr   error
+	stopStart  context.CancelFunc // aborts bring-up (Close)
+	grpcServed bool               // written before ready is closed
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	log        *slog.Logger
 }
 
 // Start builds the provider cfg.Provider.Kind names (local worker processes, or pods through
@@ -76,7 +90,29 @@ type Stack struct {
 // ones already running, e.g. pods a previous serve left), waits until each model has its
 // instances ready, and serves the gateway on cfg.Gateway.Addr. The gateway follows the
 // provider's instances (restarts, removals) every cfg.Gateway.SyncInterval until Close.
+//
+// Start is Listen followed by Wait: it returns a Stack whose fleet is up, or an error (and
+// nothing left running).
 func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, error) {
+	s, err := Listen(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Wait(ctx); err != nil {
+		s.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+// Listen validates cfg, listens on cfg.Gateway.Addr (and GRPCAddr) and returns at once; the
+// fleet is brought up in the background as Start describes. Until it is up the HTTP server
+// answers /v2/health/live with 200, /v2/health/ready with 503 and every other request with 503
+// and Retry-After, so a Kubernetes liveness probe passes while pods are pending and the
+// readiness probe keeps the pod out of its Service. Ready is closed when bring-up ends; Wait
+// says whether it succeeded. After a failed bring-up the server keeps answering as before it;
+// the caller is expected to Close the Stack (sloserve serve exits).
+func Listen(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -92,20 +128,14 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if pols == nil {
 		pols = batching.Builtin()
 	}
-	prov, err := newProvider(ctx, cfg, opts, log)
-	if err != nil {
-		return nil, err
-	}
 	g, err := New(Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
 		Backend: opts.Backend})
 	if err != nil {
-		closeProvider(prov)
 		return nil, err
 	}
-	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log}
+	s := &Stack{Gateway: g, Registry: reg, log: log, ready: make(chan struct{})}
 	fail := func(err error) (*Stack, error) {
 		g.Close(context.Background())
-		closeProvider(prov)
 		return nil, err
 	}
 	for _, m := range cfg.Models {
@@ -121,28 +151,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err := addEnsembles(g, cfg); err != nil {
 		return fail(err)
 	}
-	if err := launchFleet(ctx, cfg, prov, log); err != nil {
-		return fail(err)
-	}
-	insts, _ := prov.Instances(ctx)
-	if err := g.Sync(ctx, insts); err != nil {
-		return fail(fmt.Errorf("start workers: %w", err))
-	}
-	ctl, err := newController(ctx, cfg, g, prov, insts, log)
-	if err != nil {
-		return fail(err)
-	}
-	s.Controller = ctl
-	h, err := g.Handler(HandlerOptions{Gatherer: reg, AdminToken: cfg.Gateway.AdminToken, OIP: oip.HandlerOptions{
-		Limits: oipLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}})
-	if err != nil {
-		return fail(err)
-	}
-	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, cmp.Or(opts.DashboardToken, cfg.Gateway.AdminToken), log); err != nil {
-		return fail(err)
-	}
 	bodies := newBodyBudget(cfg.Gateway.MaxInflightBodyBytes)
-	h = g.guardBodies(h, bodies, cfg.Gateway.MaxBodyBytes, cfg.Gateway.RetryAfter)
 	gc := cfg.Gateway
 	instances := 0
 	for _, m := range cfg.Models {
@@ -161,7 +170,6 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err != nil {
 		return fail(fmt.Errorf("gateway.addr %s: %w", gc.Addr, err))
 	}
-	var gln net.Listener
 	if gc.GRPCAddr != "" {
 		s.grpc, err = oipgrpc.NewServer(g, oipgrpc.Options{Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter, Observe: g.observe,
 			BodyBudget: bodies, ServerOptions: []grpc.ServerOption{
@@ -172,16 +180,19 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 				grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
 			}})
 		if err == nil {
-			gln, err = net.Listen("tcp", gc.GRPCAddr)
+			s.gln, err = net.Listen("tcp", gc.GRPCAddr)
 		}
 		if err != nil {
 			ln.Close()
 			return fail(fmt.Errorf("gateway.grpc_addr %s: %w", gc.GRPCAddr, err))
 		}
-		s.GRPCAddr = gln.Addr().String()
-		gln = conns.listen(gln, false, true)
+		s.GRPCAddr = s.gln.Addr().String()
+		s.gln = conns.listen(s.gln, false, true)
 	}
-	s.server = NewServer(probeGate(h, gc.RetryAfter), ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
+	var starting http.Handler = startingHandler(gc.RetryAfter)
+	s.handler.Store(&starting)
+	swap := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.handler.Load()).ServeHTTP(w, r) })
+	s.server = NewServer(probeGate(swap, gc.RetryAfter), ServerOptions{ReadHeaderTimeout: gc.ReadHeaderTimeout, ReadTimeout: gc.ReadTimeout,
 		WriteTimeout: gc.WriteTimeout, IdleTimeout: gc.IdleTimeout, MaxHeaderBytes: gc.MaxHeaderBytes})
 	s.server.ConnState = conns.connState
 	s.server.ConnContext = connContext
@@ -189,8 +200,8 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if gc.TLSCert != "" {
 		if err := useTLS(s.server, gc.TLSCert, gc.TLSKey); err != nil {
 			ln.Close()
-			if gln != nil {
-				gln.Close()
+			if s.gln != nil {
+				s.gln.Close()
 			}
 			return fail(err)
 		}
@@ -201,7 +212,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	ln = conns.listen(ln, true, false)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		serve := s.server.Serve
@@ -212,30 +223,107 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			log.Error("gateway server failed", "err", err)
 		}
 	}()
+	log.Info("gateway listening; bringing up the fleet", "url", s.URL, "models", g.ModelNames())
+	sctx, stop := context.WithCancel(ctx)
+	s.stopStart = stop
+	go func() {
+		defer close(s.ready)
+		s.startErr = s.bringUp(sctx, wctx, cfg, opts, bodies)
+		if s.startErr != nil {
+			log.Error("gateway fleet did not come up", "err", s.startErr)
+		}
+	}()
+	return s, nil
+}
+
+// bringUp starts the provider, launches and waits for the fleet, starts the controller, the
+// watch loop and the dashboard, then swaps the real handler in and serves gRPC. It runs on
+// Listen's goroutine; wctx bounds the loops it starts.
+func (s *Stack) bringUp(ctx, wctx context.Context, cfg config.Config, opts StackOptions, bodies *bodyBudget) error {
+	g, log, gc := s.Gateway, s.log, cfg.Gateway
+	prov, err := newProvider(ctx, cfg, opts, log)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		closeProvider(prov)
+		return err
+	}
+	if err := launchFleet(ctx, cfg, prov, log); err != nil {
+		return fail(err)
+	}
+	insts, _ := prov.Instances(ctx)
+	if err := g.Sync(ctx, insts); err != nil {
+		return fail(fmt.Errorf("start workers: %w", err))
+	}
+	ctl, err := newController(ctx, cfg, g, prov, insts, log)
+	if err != nil {
+		return fail(err)
+	}
+	h, err := g.Handler(HandlerOptions{Gatherer: s.Registry, AdminToken: gc.AdminToken, OIP: oip.HandlerOptions{
+		Limits: oipLimits(gc.MaxBodyBytes), RetryAfter: gc.RetryAfter}})
+	if err != nil {
+		return fail(err)
+	}
+	h, dash, err := mount(h, cfg, g, s.Registry, ctl, cmp.Or(opts.DashboardToken, gc.AdminToken), log)
+	if err != nil {
+		return fail(err)
+	}
+	h = g.guardBodies(h, bodies, gc.MaxBodyBytes, gc.RetryAfter)
+	s.Provider, s.Controller, s.Dashboard = prov, ctl, dash
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		g.Watch(wctx, ctl, gc.SyncInterval) // the controller's view: instances it drains stay out
 	}()
-	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		ctl.Run(wctx)
 	}()
 	go func() {
 		defer s.wg.Done()
-		s.Dashboard.Run(wctx)
+		dash.Run(wctx)
 	}()
 	if s.grpc != nil {
+		s.grpcServed = true
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if err := s.grpc.Serve(gln); err != nil {
+			if err := s.grpc.Serve(s.gln); err != nil {
 				log.Error("gateway gRPC server failed", "err", err)
 			}
 		}()
 	}
-	log.Info("gateway listening", "url", s.URL, "models", g.ModelNames())
-	return s, nil
+	s.handler.Store(&h)
+	log.Info("gateway ready", "url", s.URL, "models", g.ModelNames())
+	return nil
+}
+
+// Ready is closed when the fleet's bring-up has ended, successfully or not (Wait says which).
+func (s *Stack) Ready() <-chan struct{} { return s.ready }
+
+// Wait blocks until the fleet is up (nil), its bring-up failed (the error, e.g. pods not ready
+// within provider.kubernetes.start_timeout), or ctx ends (ctx's error).
+func (s *Stack) Wait(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return s.startErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startingHandler answers while the fleet is coming up: live, not ready, nothing served.
+func startingHandler(retryAfter time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v2/health/live":
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(retryAfter.Seconds()))), 10))
+		writeEnsembleJSON(w, http.StatusServiceUnavailable, oip.ErrorResponse{Error: "gateway: starting; the fleet is not up yet"})
+	})
 }
 
 func oipLimits(maxBody int64) oip.Limits {
@@ -250,8 +338,13 @@ func oipLimits(maxBody int64) oip.Limits {
 // (until ctx ends) and closes the provider: local workers are stopped; Kubernetes pods are left
 // running (a restarted serve adopts them; deleting the namespace removes them). It returns the number of waiting requests failed.
 func (s *Stack) Close(ctx context.Context) (int, error) {
+	s.stopStart()
+	<-s.ready
 	var errs []error
 	if s.grpc != nil {
+		if !s.grpcServed {
+			s.gln.Close()
+		}
 		stopped := make(chan struct{})
 		go func() { s.grpc.GracefulStop(); close(stopped) }()
 		select {
@@ -269,8 +362,10 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 		errs = append(errs, err)
 	}
 	s.wg.Wait()
-	if err := closeProvider(s.Provider); err != nil {
-		errs = append(errs, err)
+	if s.Provider != nil {
+		if err := closeProvider(s.Provider); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return failed, errors.Join(errs...)
 }
