@@ -176,8 +176,7 @@ func Listen(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, 
 				grpc.MaxConcurrentStreams(uint32(gc.GRPCMaxConcurrentStreams)),
 				grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
 					MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
-				grpc.StatsHandler(grpcConnStats{conns}),
-				grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
+				grpc.StatsHandler(grpcConnStats{conns}), // (grpc-go shares write buffers by default: an idle connection holds none)
 			}})
 		if err == nil {
 			s.gln, err = net.Listen("tcp", gc.GRPCAddr)

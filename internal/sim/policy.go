@@ -190,10 +190,3 @@ func Names() []string {
 
 // Summary returns the one-line description a policy registered with.
 func Summary(name string) string { return registry[name].summary }
-
-// notImplemented is the factory of a placeholder policy.
-func notImplemented(name string) Factory {
-	return func(Env) (Policy, error) {
-		return Policy{}, fmt.Errorf("%s: %w (see docs/sim.md, \"Adding a policy\")", name, ErrNotImplemented)
-	}
-}
