@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The sloserve image: one binary for the gateway/controller (`sloserve serve`) and the workers
-# (`sloserve worker`, bundled models embedded). Build: docker build -t sloserve:latest .
+# (`sloserve worker`, bundled models embedded). Build: docker build -t sloserve:0.1.0 .
 # The native runtime needs no native library; for --runtime onnxruntime mount libonnxruntime.so
 # and set ONNXRUNTIME_LIB.
 ARG GO_VERSION=1.26

@@ -3,7 +3,13 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup models fuzz bench vet build attack soak e2e-clients promtool prom-check
+.PHONY: demo serve bench-gateway test setup tools models fuzz bench vet build attack soak e2e-clients promtool prom-check
+
+# Tools 'make test' runs, installed by scripts/setup.sh (which pins the version) into an ignored
+# cache folder; SLOSERVE_TOOLS moves it.
+export SLOSERVE_TOOLS ?= $(CURDIR)/.cache/tools
+STATICCHECK_VERSION := $(shell sed -n 's/^STATICCHECK_VERSION=//p' scripts/setup.sh)
+STATICCHECK := $(SLOSERVE_TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 # build: compile everything and write the binary to bin/sloserve with its version and commit
 # (sloserve version) from git; a release sets VERSION=v1.2.3. Without the ldflags the binary reports
@@ -19,6 +25,9 @@ build:
 setup:
 	scripts/setup.sh ort
 
+tools:
+	scripts/setup.sh staticcheck
+
 demo: setup
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) run ./cmd/sloserve demo
 
@@ -30,9 +39,12 @@ serve: setup
 bench-gateway: setup
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) run ./cmd/sloserve bench gateway
 
-# test: vet, the whole suite with the race detector, and a short budget for every fuzz target.
-test: setup
+# test: vet, go.mod/go.sum tidy, staticcheck, the whole suite with the race detector, and a short
+# budget for every fuzz target.
+test: setup tools
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(STATICCHECK) ./...
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) test -race -timeout 20m ./...
 	scripts/fuzz.sh 2s
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setup.sh fetches what sloserve needs beyond the Go module proxy, idempotently, into ignored
-# cache folders under .cache/. Usage: scripts/setup.sh [ort] [dataset] [promtool]  (default: ort)
+# cache folders under .cache/. Usage: scripts/setup.sh [ort] [dataset] [promtool] [staticcheck]  (default: ort)
 #   ort      ONNX Runtime's libonnxruntime.so from the npm tarball of onnxruntime-node
 #            (npm pack runs no install script) -> .cache/onnxruntime/libonnxruntime.so
 #   dataset  Debian's dataset-fashion-mnist (the full 70k images), needed only by 'make models'
@@ -8,10 +8,17 @@
 #            'make prom-check': test/observability checks deploy/observability with promtool
 #            (skipped without it) and scripts/prom-check.sh runs a real Prometheus. A no-op when
 #            both are on PATH.
+#   staticcheck  honnef.co/go/tools/cmd/staticcheck at STATICCHECK_VERSION (go install from the Go
+#            module proxy) -> ${SLOSERVE_TOOLS:-.cache/tools}/staticcheck-<version>/staticcheck;
+#            needed by 'make test'. A present binary of that version is a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORT_VERSION=1.30.0
+# The newest staticcheck the proxy serves that supports go.mod's Go version (go 1.26.0):
+# v0.8.2 (2026.2.2) requires go 1.26.0. The Makefile reads this line.
+STATICCHECK_VERSION=v0.8.2
 CACHE=.cache
+TOOLS=${SLOSERVE_TOOLS:-$CACHE/tools}
 
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=(ort)
@@ -67,11 +74,22 @@ fetch_promtool() {
 	apt-get install -y -qq prometheus >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
 }
 
+fetch_staticcheck() {
+	local dir="$TOOLS/staticcheck-$STATICCHECK_VERSION"
+	if [ -x "$dir/staticcheck" ]; then
+		return 0
+	fi
+	mkdir -p "$dir"
+	echo "setup: go install honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION (~75 s cold on 2 cores)" >&2
+	GOBIN="$(cd "$dir" && pwd)" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+}
+
 for w in "${want[@]}"; do
 	case "$w" in
 	ort) fetch_ort ;;
 	dataset) fetch_dataset ;;
 	promtool) fetch_promtool ;;
-	*) echo "setup: unknown part $w (want: ort, dataset, promtool)" >&2; exit 2 ;;
+	staticcheck) fetch_staticcheck ;;
+	*) echo "setup: unknown part $w (want: ort, dataset, promtool, staticcheck)" >&2; exit 2 ;;
 	esac
 done

@@ -101,12 +101,6 @@ func isHelp(args []string) bool {
 // aliasPrefix starts the usage of a hidden alias flag; help does not list such flags.
 const aliasPrefix = "alias of --"
 
-// aliasFlag registers alias as a second, hidden name of the flag name (an old spelling kept for
-// compatibility). Both names share one value.
-func aliasFlag(fs *flag.FlagSet, name, alias string) {
-	fs.Var(fs.Lookup(name).Value, alias, aliasPrefix+name)
-}
-
 // renameFlag makes name the spelling help shows for the flag registered as old, and keeps old as
 // a hidden alias (docs/cli.md lists the consistent names). Both names share one value.
 func renameFlag(fs *flag.FlagSet, old, name string) {

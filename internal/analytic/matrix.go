@@ -137,12 +137,3 @@ func upperRight(m []float64, n int) []float64 {
 	}
 	return out
 }
-
-// upperLeft extracts the upper-left n×n block of a 2n×2n matrix.
-func upperLeft(m []float64, n int) []float64 {
-	out := make([]float64, n*n)
-	for i := 0; i < n; i++ {
-		copy(out[i*n:(i+1)*n], m[i*2*n:i*2*n+n])
-	}
-	return out
-}

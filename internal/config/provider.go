@@ -49,8 +49,8 @@ const (
 	// DefaultKubernetesNamespace is the namespace when neither the file, $POD_NAMESPACE nor the
 	// in-cluster namespace file says.
 	DefaultKubernetesNamespace = "sloserve"
-	// DefaultKubernetesImage is the worker image (Dockerfile: docker build -t sloserve:latest .).
-	DefaultKubernetesImage = "sloserve:latest"
+	// DefaultKubernetesImage is the worker image (Dockerfile: docker build -t sloserve:0.1.0 .).
+	DefaultKubernetesImage = "sloserve:0.1.0"
 	// DefaultKubernetesWorkerPort is the workers' OIP v2 port inside their pods.
 	DefaultKubernetesWorkerPort = 8000
 	// DefaultKubernetesStartTimeout bounds serve's wait for the initial pods: scheduling and an
@@ -185,7 +185,7 @@ func DefaultProvider() Provider {
 }
 
 // DefaultKubernetes returns the kubernetes provider's defaults: the namespace from the
-// environment, image sloserve:latest, worker port 8000, pods pinned to the pools labelled
+// environment, image sloserve:0.1.0, worker port 8000, pods pinned to the pools labelled
 // sloserve.io/capacity-type, interruption handling on with a replacement per interrupted pod and
 // EC2's 2-minute notice.
 func DefaultKubernetes() Kubernetes {

@@ -150,7 +150,7 @@ func TestDataShape(t *testing.T) {
 		TimesMS: []int64{t0.UnixMilli(), t0.UnixMilli() + 1000, t0.UnixMilli() + 2000},
 	}
 	header := got
-	header.Models = nil
+	header.Models, header.Overview = nil, nil
 	if diff := diffJSON(want, header); diff != "" {
 		t.Errorf("data header (-want +got):\n%s", diff)
 	}

@@ -82,6 +82,43 @@ type Data struct {
 	LastError    string `json:"last_error"`
 	// Models holds one entry per model seen in the ring, by name.
 	Models []ModelSeries `json:"models"`
+	// Overview has one row per model of Models, in the same order: its latest sample in a
+	// few numbers, for the table at the top of the page.
+	Overview []ModelOverview `json:"overview"`
+}
+
+// OverviewState is a model's state in the overview table.
+type OverviewState string
+
+// The states of a model's latest sample, in the order the page sorts them.
+const (
+	// StateViolating: the window's attainment is below the SLO target.
+	StateViolating OverviewState = "violating"
+	// StateOK: the window's attainment meets the SLO target.
+	StateOK OverviewState = "ok"
+	// StateIdle: no request completed in the window (attainment unknown, not 0).
+	StateIdle OverviewState = "idle"
+	// StateAbsent: the model was not in the latest sample (removed, or its source lost it).
+	StateAbsent OverviewState = "absent"
+)
+
+// ModelOverview is one model's latest sample: what a glance at a 16-model fleet needs.
+type ModelOverview struct {
+	// Name is the model's name.
+	Name string `json:"name"`
+	// State is violating, ok, idle or absent.
+	State OverviewState `json:"state"`
+	// ArrivalRPS is the arrival rate, in requests/s; null when unknown.
+	ArrivalRPS Num `json:"arrival_rps"`
+	// P99MS is the window's 99th-percentile latency, in milliseconds; null when idle.
+	P99MS Num `json:"p99_ms"`
+	// Attainment is the window's fraction within the SLO, in [0, 1]; null when idle.
+	Attainment Num `json:"attainment"`
+	// Ready and Instances count the ready instances and all live ones (every state).
+	Ready     int `json:"ready"`
+	Instances int `json:"instances"`
+	// SLO is the model's objective.
+	SLO slo.SpecJSON `json:"slo"`
 }
 
 // ModelSeries is one model's columns.
@@ -245,7 +282,43 @@ func buildData(opts Options, snaps []snapshot, errs int64, lastErr string) Data 
 			ms.Instances = append(ms.Instances, InstanceSeries{Type: k.typ, Tier: k.tier, State: k.state, Count: col})
 		}
 	}
+	d.Overview = overview(d.Models, present, n)
 	return d
+}
+
+// overview summarises each model's sample at the last instant of the ring (index n-1). A window
+// with no completed request is idle: its attainment and p99 are unknown, never 0 % left over
+// from an earlier failure.
+func overview(models []ModelSeries, present map[string][]bool, n int) []ModelOverview {
+	out := make([]ModelOverview, 0, len(models))
+	for _, m := range models {
+		o := ModelOverview{Name: m.Name, SLO: m.SLO, State: StateAbsent,
+			ArrivalRPS: Num(math.NaN()), P99MS: Num(math.NaN()), Attainment: Num(math.NaN())}
+		if n == 0 || !present[m.Name][n-1] {
+			out = append(out, o)
+			continue
+		}
+		i := n - 1
+		for _, s := range m.Instances {
+			if c := float64(s.Count[i]); !math.IsNaN(c) {
+				o.Instances += int(c)
+				if s.State == provider.StateReady {
+					o.Ready += int(c)
+				}
+			}
+		}
+		o.ArrivalRPS, o.P99MS, o.Attainment = m.ArrivalRPS[i], m.LatencyMS.P99[i], m.Attainment[i]
+		switch a := float64(o.Attainment); {
+		case math.IsNaN(a):
+			o.State, o.P99MS = StateIdle, Num(math.NaN())
+		case a < m.SLO.Target:
+			o.State = StateViolating
+		default:
+			o.State = StateOK
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func newModelSeries(name string, n int) ModelSeries {

@@ -183,12 +183,8 @@ func TestEvaluateChoosesOnValidation(t *testing.T) {
 	test := synthAnswers(500)
 	val := synthAnswersSeed(800, 6)
 	// In validation f3 is the best fast model; in test f1 is (its answers are made perfect).
-	for j := range val.Labels {
-		val.Pred[2][j] = val.Labels[j]
-	}
-	for j := range test.Labels {
-		test.Pred[0][j] = test.Labels[j]
-	}
+	copy(val.Pred[2], val.Labels)
+	copy(test.Pred[0], test.Labels)
 	c, base, err := val.Baseline("big")
 	if err != nil {
 		t.Fatal(err)

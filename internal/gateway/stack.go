@@ -201,8 +201,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			grpc.MaxConcurrentStreams(uint32(gc.GRPCMaxConcurrentStreams)),
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
 				MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
-			grpc.StatsHandler(grpcConnStats{conns}),
-			grpc.SharedWriteBuffer(true), // an idle connection holds no write buffer
+			grpc.StatsHandler(grpcConnStats{conns}), // (grpc-go shares write buffers by default: an idle connection holds none)
 		}
 		if gc.TLSCert != "" { // the REST endpoint's certificate serves gRPC too
 			creds, cerr := grpcTLS(gc.TLSCert, gc.TLSKey)

@@ -1,5 +1,7 @@
 package models
 
+//lint:file-ignore ST1005 error strings start with ONNX operator and operand names as the spec spells them (Conv, Gemm's A, B, C)
+
 import (
 	"fmt"
 	"math"

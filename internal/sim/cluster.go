@@ -211,7 +211,6 @@ type cEngine struct {
 	fillArea         float64
 	fillCPUArea      float64
 	fillGPUArea      float64
-	cpuArea, gpuArea float64
 	instArea         float64
 	nLive            int
 	activeArea       float64

@@ -83,10 +83,6 @@ type batchRec struct {
 	next  int32 // free list link
 }
 
-type fnInst struct {
-	idleSince int64
-}
-
 type engine struct {
 	ctx   context.Context
 	cfg   Config

@@ -769,14 +769,6 @@ func (e *eEngine) pump(i int) {
 	}
 }
 
-func (e *eEngine) poolBusy(p *ePool) int {
-	b := 0
-	for _, k := range p.insts {
-		b += e.insts[k].busy
-	}
-	return b
-}
-
 func (e *eEngine) releaseJob(j int32) {
 	e.jobs[j].next = e.freeJob
 	e.freeJob = j

@@ -10,19 +10,6 @@ import (
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
-func testCurve(t *testing.T, ms map[int]float64) profile.Curve {
-	t.Helper()
-	var ps []profile.Point
-	for b, v := range ms {
-		ps = append(ps, profile.Point{Batch: b, Time: time.Duration(v * float64(time.Millisecond))})
-	}
-	c, err := profile.NewCurve(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestSloserveServerlessOnly(t *testing.T) {
 	t.Parallel() // long and independent: lets the package's tests use both cores
 	m := profile.Model{Name: "m", Serverless: DefaultModel().Serverless}

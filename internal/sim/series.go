@@ -39,7 +39,7 @@ type Series struct {
 
 func (e *engine) addSeriesPoint() {
 	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.n, Instances: make([]int, len(e.types))}
-	span := float64(e.cfg.SeriesPeriod) / 1e9
+	var span float64
 	if n := len(e.series.Points); n > 0 {
 		span = (time.Duration(e.now) - e.series.Points[n-1].At).Seconds()
 	} else {

@@ -1,7 +1,10 @@
-// sloserve live dashboard: polls <path>/data and draws six charts per model with ECharts.
-// After every render each chart's element carries data-points (its number of non-null points)
-// and <body> carries data-updates; data-ready="true" and window.__dashboardReady are set once
-// every chart of every model has at least one point. The browser test reads these.
+// sloserve live dashboard: polls <path>/data, lists every model in an overview table (state,
+// rate, p99, attainment, instances of its latest sample) and draws six charts per model with
+// ECharts. The filter box (also ?filter=... in the URL) keeps the models whose name contains
+// its text or whose state is its text; hidden models are not drawn. After every render each
+// chart's element carries data-points (its number of non-null points) and <body> carries
+// data-updates; data-ready="true" and window.__dashboardReady are set once every shown chart
+// has at least one point. The browser test reads these.
 (function () {
   'use strict';
 
@@ -13,6 +16,11 @@
   var statusText = document.getElementById('status-text');
   var noticeEl = document.getElementById('notice');
   var modelsEl = document.getElementById('models');
+  var overviewEl = document.getElementById('overview');
+  var rowsEl = document.getElementById('overview-rows');
+  var filterEl = document.getElementById('filter');
+  var shownEl = document.getElementById('shown');
+  var lastData = null;
   var views = {}; // model name → {section, kpis, charts}
   var updates = 0;
 
@@ -83,6 +91,14 @@
     return null;
   }
 
+  // latest is the value of the newest sample: null when that window had none (idle), never an
+  // older value left over.
+  function latest(ys) {
+    if (!ys.length) return null;
+    var y = ys[ys.length - 1];
+    return y === undefined ? null : y;
+  }
+
   function fmt(v, digits) {
     if (v === null || v === undefined) return '–';
     return Number(v).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -110,6 +126,7 @@
 
   function makeView(m) {
     var section = el('section', 'model');
+    section.id = 'model-' + m.name;
     section.dataset.model = m.name;
     var h2 = el('h2', null, m.name);
     var sloSpan = el('span', 'slo');
@@ -178,7 +195,7 @@
     var instPoints = 0, ready = 0;
     o.series = m.instances.map(function (s) {
       instPoints = Math.max(instPoints, countPoints(s.count));
-      if (s.state === 'ready') ready += last(s.count) || 0;
+      if (s.state === 'ready') ready += latest(s.count) || 0;
       var dim = s.state !== 'ready';
       return line(s.type + ' ' + s.tier + (dim ? ' ' + s.state : ''), pairs(ts, s.count), {
         stack: 'instances', step: 'end', areaStyle: { opacity: dim ? 0.18 : 0.5 },
@@ -241,28 +258,80 @@
     ];
     setChart(v.charts.cost, o, countPoints(m.cost_usd.total));
 
-    // Headline numbers.
-    var p99 = last(m.latency_ms.p99), a = last(att);
-    v.kpis.arrival.textContent = fmt(last(m.arrival_rps), 1) + ' /s';
-    v.kpis.forecast.textContent = fmt(last(m.forecast_rps), 1) + ' /s';
+    // Headline numbers, from the newest sample: a window without requests is idle, not the
+    // attainment of an older window.
+    var p99 = latest(m.latency_ms.p99), a = latest(att);
+    v.kpis.arrival.textContent = fmt(latest(m.arrival_rps), 1) + ' /s';
+    v.kpis.forecast.textContent = fmt(latest(m.forecast_rps), 1) + ' /s';
     v.kpis.instances.textContent = fmt(ready, 0);
-    v.kpis.p99.textContent = fmt(p99, 1) + ' ms';
-    v.kpis.p99.className = 'value ' + (p99 === null ? '' : p99 <= thr ? 'ok' : 'bad');
-    v.kpis.attainment.textContent = a === null ? '–' : fmt(a * 100, 2) + ' %';
-    v.kpis.attainment.className = 'value ' + (a === null ? '' : a >= target ? 'ok' : 'bad');
+    v.kpis.p99.textContent = p99 === null ? 'idle' : fmt(p99, 1) + ' ms';
+    v.kpis.p99.className = 'value ' + (p99 === null ? 'idle' : p99 <= thr ? 'ok' : 'bad');
+    v.kpis.attainment.textContent = a === null ? 'idle' : fmt(a * 100, 2) + ' %';
+    v.kpis.attainment.className = 'value ' + (a === null ? 'idle' : a >= target ? 'ok' : 'bad');
     v.kpis.cost.textContent = '$' + fmt(last(m.cost_usd.total), 4);
   }
 
+  // matches says whether a model (name, state) passes the filter text.
+  function matches(name, state) {
+    var f = filterEl.value.trim().toLowerCase();
+    return !f || name.toLowerCase().indexOf(f) >= 0 || state === f;
+  }
+
+  function stateOf(data, name) {
+    for (var i = 0; i < (data.overview || []).length; i++) if (data.overview[i].name === name) return data.overview[i].state;
+    return '';
+  }
+
+  function renderOverview(rows) {
+    overviewEl.hidden = rows.length === 0;
+    rowsEl.textContent = '';
+    var shown = 0;
+    rows.forEach(function (o) {
+      var tr = el('tr', o.state);
+      tr.dataset.model = o.name;
+      tr.dataset.state = o.state;
+      tr.hidden = !matches(o.name, o.state);
+      if (!tr.hidden) shown++;
+      var name = el('td');
+      var a = el('a', null, o.name);
+      a.href = '#model-' + o.name;
+      name.appendChild(a);
+      tr.appendChild(name);
+      tr.appendChild(el('td', 'state', o.state));
+      var idle = o.state === 'idle';
+      tr.appendChild(el('td', 'num', fmt(o.arrival_rps, 1) + ' /s'));
+      tr.appendChild(el('td', 'num', idle ? 'idle' : o.p99_ms === null ? '–' : fmt(o.p99_ms, 1) + ' ms'));
+      tr.appendChild(el('td', 'num', idle ? 'idle' : o.attainment === null ? '–' : fmt(o.attainment * 100, 2) + ' %'));
+      tr.appendChild(el('td', 'num', o.ready + ' ready' + (o.instances > o.ready ? ' / ' + o.instances : '')));
+      tr.appendChild(el('td', null, fmt(o.slo.target * 100, 1) + ' % ≤ ' + fmt(o.slo.threshold_ms, 0) + ' ms'));
+      rowsEl.appendChild(tr);
+    });
+    shownEl.textContent = shown + ' of ' + rows.length + ' models';
+  }
+
   function render(data) {
+    lastData = data;
     var ts = data.t_ms;
+    renderOverview(data.overview || []);
     data.models.forEach(function (m) {
-      if (!views[m.name]) views[m.name] = makeView(m);
-      renderModel(views[m.name], m, ts);
+      var show = matches(m.name, stateOf(data, m.name));
+      if (!show) {
+        if (views[m.name]) views[m.name].section.hidden = true;
+        return; // hidden models are not drawn
+      }
+      var fresh = !views[m.name];
+      if (fresh) views[m.name] = makeView(m);
+      var v = views[m.name];
+      if (v.section.hidden) {
+        v.section.hidden = false;
+        Object.keys(v.charts).forEach(function (k) { v.charts[k].chart.resize(); });
+      }
+      renderModel(v, m, ts);
     });
     updates++;
     body.dataset.updates = String(updates);
     var ready = data.models.length > 0;
-    document.querySelectorAll('.chart').forEach(function (c) {
+    document.querySelectorAll('section.model:not([hidden]) .chart').forEach(function (c) {
       if (Number(c.dataset.points) < 1) ready = false;
     });
     if (ready) {
@@ -299,6 +368,16 @@
       setTimeout(poll, refreshMS);
     });
   }
+
+  (function () {
+    var m = /[?&]filter=([^&]*)/.exec(location.search);
+    if (m) filterEl.value = decodeURIComponent(m[1].replace(/\+/g, ' '));
+  })();
+  filterEl.addEventListener('input', function () {
+    var q = filterEl.value.trim();
+    history.replaceState(null, '', location.pathname + (q ? '?filter=' + encodeURIComponent(q) : '') + location.hash);
+    if (lastData) render(lastData);
+  });
 
   window.addEventListener('resize', function () {
     Object.keys(views).forEach(function (name) {

@@ -174,12 +174,3 @@ func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) polic
 	}
 	return policy.RouteServerless
 }
-
-// Reasons of the mark scaler's decisions (internal/autoscale/mark).
-const (
-	markReasonPlan      = markscale.ReasonPlan
-	markReasonHold      = markscale.ReasonHold
-	markReasonSLO       = markscale.ReasonSLO
-	markReasonSpot      = markscale.ReasonSpot
-	markReasonPlanError = markscale.ReasonPlanError
-)

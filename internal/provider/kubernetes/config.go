@@ -83,7 +83,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultNamespace = "sloserve"
-	DefaultImage     = "sloserve:latest"
+	DefaultImage     = "sloserve:0.1.0"
 	DefaultPort      = 8000
 	// DefaultInterruptionTaint is the taint key that marks a node for termination. Cloud node
 	// termination handlers set their own (AWS NTH: aws-node-termination-handler/spot-itn); set
@@ -147,7 +147,7 @@ type Config struct {
 	Resync time.Duration
 }
 
-// DefaultConfig returns the defaults: namespace "sloserve", image "sloserve:latest", port 8000,
+// DefaultConfig returns the defaults: namespace "sloserve", image "sloserve:0.1.0", port 8000,
 // resources of cost.DefaultCatalog's types, spot pools by label sloserve.io/capacity-type, the
 // DefaultInterruptionTaint and DefaultInterruptionCondition, replacement on, EC2's 2-minute notice.
 func DefaultConfig() Config {

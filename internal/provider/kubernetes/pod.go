@@ -28,6 +28,12 @@ const (
 	EnvMaxWait  = "SLOSERVE_MAX_WAIT"
 )
 
+// The worker's one writable path: an emptyDir at /tmp (the root filesystem is read-only).
+const (
+	tmpVolume    = "tmp"
+	tmpSizeLimit = "64Mi"
+)
+
 // Selector is the label selector of the pods the provider manages.
 func Selector() string { return LabelManagedBy + "=" + ManagedBy }
 
@@ -152,6 +158,7 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 	args := append([]string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}, c.Args...)
 	grace := int64(c.StopTimeout / time.Second)
 	noToken, yes, no := false, true, false
+	tmpSize := resource.MustParse(tmpSizeLimit)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -169,8 +176,11 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 				Env:             env,
 				Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
 				Resources:       corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()},
+				// The root filesystem is read-only; /tmp is the one writable path (an emptyDir).
+				VolumeMounts: []corev1.VolumeMount{{Name: tmpVolume, MountPath: "/tmp"}},
 				SecurityContext: &corev1.SecurityContext{
 					RunAsNonRoot:             &yes,
+					ReadOnlyRootFilesystem:   &yes,
 					AllowPrivilegeEscalation: &no,
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -188,6 +198,9 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 					PeriodSeconds: 5, FailureThreshold: 6,
 				},
 			}},
+			Volumes: []corev1.Volume{{Name: tmpVolume, VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpSize},
+			}}},
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			NodeSelector:                  maps.Clone(selector),
 			Tolerations:                   tolerations,

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"net"
@@ -63,10 +64,35 @@ func TestDashboardInChromium(t *testing.T) {
 		if n := strings.Count(dom, "<path"); n < 200 {
 			t.Errorf("the DOM holds %d SVG paths, want >= 200 (charts drawn)", n)
 		}
-		for _, want := range []string{"SLO 200 ms", "target 98.0 %", "live · "} {
+		for _, want := range []string{"SLO 200 ms", "target 98.0 %", "live · ", "2 of 2 models"} {
 			if !strings.Contains(dom, want) {
 				t.Errorf("the page does not show %q", want)
 			}
+		}
+		// The overview table has one row per model with its state.
+		for _, m := range dashboard.DefaultSyntheticModels() {
+			if !regexp.MustCompile(`<tr class="[a-z]+" data-model="` + regexp.QuoteMeta(m.Name) + `" data-state="(ok|violating|idle)"`).MatchString(dom) {
+				t.Errorf("no overview row with a state for model %s", m.Name)
+			}
+		}
+	})
+
+	t.Run("the filter keeps the matching models", func(t *testing.T) {
+		models := dashboard.DefaultSyntheticModels()
+		keep := models[len(models)-1].Name
+		dom := chromium(t, browser, "--dump-dom", url+"?filter="+keep+"#token="+token)
+		charts := chartAttrs(dom)
+		for _, m := range models {
+			_, drawn := charts[m.Name+"/latency"]
+			if drawn != (m.Name == keep) {
+				t.Errorf("filter %q: model %s drawn = %v", keep, m.Name, drawn)
+			}
+		}
+		if want := fmt.Sprintf("1 of %d models", len(models)); !strings.Contains(dom, want) {
+			t.Errorf("filter %q: the page does not show %q", keep, want)
+		}
+		if !strings.Contains(dom, `data-ready="true"`) {
+			t.Errorf("filter %q: the shown model's charts never all had data", keep)
 		}
 	})
 
