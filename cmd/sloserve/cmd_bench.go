@@ -24,72 +24,31 @@ func runBench(ctx context.Context, args []string, e env) error {
 		}
 		return usagef("bench: want 'bench gateway', got %q", args)
 	}
-	fs := flag.NewFlagSet("bench gateway", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	model := fs.String("model", "logreg", "bundled `model` the worker serves (the smallest makes the proxies' cost most visible)")
-	conc := fs.Int("concurrency", 16, "closed-loop `clients` of the throughput runs")
-	dur := fs.Duration("duration", 2*time.Second, "length of each throughput run")
-	latDur := fs.Duration("latency-duration", time.Second, "length of each one-client latency run")
-	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
-	protocol := fs.String("protocol", "", "`protocol` to measure through the gateway instead of the proxy comparison: rest-json, rest-binary, grpc-raw or all (prints each throughput and its ratio to rest-json's, from one run)")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	o, err := parseBenchFlags(args[1:])
+	if err != nil {
 		return err
 	}
-	switch {
-	case *conc < 1:
-		return usagef("bench gateway: --concurrency must be ≥ 1, got %d", *conc)
-	case *dur <= 0:
-		return usagef("bench gateway: --duration must be > 0, got %v", *dur)
-	case *latDur <= 0:
-		return usagef("bench gateway: --latency-duration must be > 0, got %v", *latDur)
-	case *rounds < 1:
-		return usagef("bench gateway: --rounds must be ≥ 1, got %d", *rounds)
-	}
-	var protocols []string
-	switch *protocol {
-	case "":
-	case "all":
-		protocols = gateway.Protocols
-	default:
-		if !slices.Contains(gateway.Protocols, *protocol) {
-			return usagef("bench gateway: --protocol must be one of %v or all, got %q", gateway.Protocols, *protocol)
-		}
-		protocols = []string{*protocol}
-	}
-	payloads, err := samplePayloads(*model)
+	payloads, err := samplePayloads(o.model)
 	if err != nil {
 		return usagef("bench gateway: --model: %v", err)
 	}
-	rt, lib := workerRuntime()
-	wargs := []string{"--runtime", rt}
-	if lib != "" {
-		wargs = append(wargs, "--onnxruntime-lib", lib)
+	prov, addr, rt, err := benchWorker(ctx, o.model)
+	if prov != nil {
+		defer prov.Close()
 	}
-	prov, err := local.New(local.Config{Args: wargs}, nil)
 	if err != nil {
 		return err
 	}
-	defer prov.Close()
-	in, err := prov.Launch(ctx, provider.Spec{Model: *model})
-	if err != nil {
-		return err
+	if o.protocols != nil {
+		return benchProtocols(ctx, e, gateway.ProtocolBenchConfig{Worker: addr, Model: o.model, Payloads: payloads, Protocols: o.protocols,
+			Concurrency: o.conc, Duration: o.dur, Rounds: o.rounds}, o.asJSON, rt)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	in, err = prov.WaitReady(wctx, in.ID)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("bench gateway: start worker: %w", err)
-	}
-	if protocols != nil {
-		return benchProtocols(ctx, e, gateway.ProtocolBenchConfig{Worker: in.Addr, Model: *model, Payloads: payloads, Protocols: protocols,
-			Concurrency: *conc, Duration: *dur, Rounds: *rounds}, *asJSON, rt)
-	}
-	r, err := gateway.Bench(ctx, gateway.BenchConfig{Worker: in.Addr, Model: *model, Payloads: payloads,
-		Concurrency: *conc, Duration: *dur, LatencyDuration: *latDur, Rounds: *rounds})
+	r, err := gateway.Bench(ctx, gateway.BenchConfig{Worker: addr, Model: o.model, Payloads: payloads,
+		Concurrency: o.conc, Duration: o.dur, LatencyDuration: o.latDur, Rounds: o.rounds})
 	if err != nil {
 		return fmt.Errorf("bench gateway: %w", err)
 	}
-	if *asJSON {
+	if o.asJSON {
 		return slo.WriteJSON(e.stdout, r)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -99,8 +58,79 @@ func runBench(ctx context.Context, args []string, e env) error {
 	fmt.Fprintf(tw, "plain ReverseProxy\t%.0f\t%.3f\t%.3f\t\n", r.PlainProxyRPS, r.PlainProxyP50MS, r.PlainProxyP99MS)
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "added_p50_ms %.3f  added_p99_ms %.3f  gateway_rps / plain_proxy_rps %.2f  (medians of %d rounds; runtime %s, model %s)\n",
-		r.AddedP50MS, r.AddedP99MS, r.GatewayToProxy, r.Rounds, rt, *model)
+		r.AddedP50MS, r.AddedP99MS, r.GatewayToProxy, r.Rounds, rt, o.model)
 	return nil
+}
+
+// benchOptions are bench gateway's flags.
+type benchOptions struct {
+	asJSON       bool
+	model        string
+	conc, rounds int
+	dur, latDur  time.Duration
+	protocols    []string // nil: the proxy comparison
+}
+
+// parseBenchFlags parses and checks bench gateway's flags; a bad one is a usage error naming it.
+func parseBenchFlags(args []string) (benchOptions, error) {
+	fs := flag.NewFlagSet("bench gateway", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	model := fs.String("model", "logreg", "bundled `model` the worker serves (the smallest makes the proxies' cost most visible)")
+	conc := fs.Int("concurrency", 16, "closed-loop `clients` of the throughput runs")
+	dur := fs.Duration("duration", 2*time.Second, "length of each throughput run")
+	latDur := fs.Duration("latency-duration", time.Second, "length of each one-client latency run")
+	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
+	protocol := fs.String("protocol", "", "`protocol` to measure through the gateway instead of the proxy comparison: rest-json, rest-binary, grpc-raw or all (prints each throughput and its ratio to rest-json's, from one run)")
+	if err := parseFlags(fs, args); err != nil {
+		return benchOptions{}, err
+	}
+	o := benchOptions{asJSON: *asJSON, model: *model, conc: *conc, rounds: *rounds, dur: *dur, latDur: *latDur}
+	switch {
+	case o.conc < 1:
+		return o, usagef("bench gateway: --concurrency must be ≥ 1, got %d", o.conc)
+	case o.dur <= 0:
+		return o, usagef("bench gateway: --duration must be > 0, got %v", o.dur)
+	case o.latDur <= 0:
+		return o, usagef("bench gateway: --latency-duration must be > 0, got %v", o.latDur)
+	case o.rounds < 1:
+		return o, usagef("bench gateway: --rounds must be ≥ 1, got %d", o.rounds)
+	}
+	switch *protocol {
+	case "":
+	case "all":
+		o.protocols = gateway.Protocols
+	default:
+		if !slices.Contains(gateway.Protocols, *protocol) {
+			return o, usagef("bench gateway: --protocol must be one of %v or all, got %q", gateway.Protocols, *protocol)
+		}
+		o.protocols = []string{*protocol}
+	}
+	return o, nil
+}
+
+// benchWorker starts one local worker of model and returns its provider (to close), its address
+// and the runtime it runs.
+func benchWorker(ctx context.Context, model string) (*local.Provider, string, string, error) {
+	rt, lib := workerRuntime()
+	wargs := []string{"--runtime", rt}
+	if lib != "" {
+		wargs = append(wargs, "--onnxruntime-lib", lib)
+	}
+	prov, err := local.New(local.Config{Args: wargs}, nil)
+	if err != nil {
+		return nil, "", rt, err
+	}
+	in, err := prov.Launch(ctx, provider.Spec{Model: model})
+	if err != nil {
+		return prov, "", rt, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	in, err = prov.WaitReady(wctx, in.ID)
+	cancel()
+	if err != nil {
+		return prov, "", rt, fmt.Errorf("bench gateway: start worker: %w", err)
+	}
+	return prov, in.Addr, rt, nil
 }
 
 // benchProtocols runs gateway.BenchProtocols and prints each protocol's throughput and its ratio

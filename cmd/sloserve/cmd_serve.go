@@ -23,59 +23,9 @@ import (
 // runServe runs the gateway and its fleet (local workers, or pods with provider.kind
 // kubernetes or $SLOSERVE_PROVIDER=kubernetes) until interrupted.
 func runServe(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
-	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
-	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
-	repo := fs.String("model-repository", "", "serve the Triton-style model repository `dir` (<model>/<version>/model.onnx, optional <model>/config.yaml); overrides model_repository; without --config only its models are served")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	logFormat := fs.String("log-format", "", "override gateway.log_format: text or json (one JSON object per line)")
-	if err := parseFlags(fs, args); err != nil {
+	cfg, level, err := parseServeFlags(args)
+	if err != nil {
 		return err
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
-	}
-	cfg := defaultServeConfig()
-	if *repo != "" && *path == "" {
-		cfg.Models = nil // only the repository's models
-	}
-	if *path != "" {
-		c, err := config.Load(*path)
-		if err != nil {
-			return usagef("serve: --config: %v", err)
-		}
-		cfg = c
-	}
-	if *addr != "" {
-		cfg.Gateway.Addr = *addr
-	}
-	if *grpcAddr != "" {
-		cfg.Gateway.GRPCAddr = *grpcAddr
-	}
-	if *repo != "" {
-		cfg.ModelRepository = *repo
-	}
-	if cfg.ModelRepository != "" {
-		if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
-			return usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
-		}
-	}
-	if *logFormat != "" {
-		if *logFormat != telemetry.FormatText && *logFormat != telemetry.FormatJSON {
-			return usagef("serve: --log-format %q must be text or json", *logFormat)
-		}
-		cfg.Gateway.LogFormat = *logFormat
-	}
-	if cfg.Gateway.AdminToken == "" {
-		cfg.Gateway.AdminToken = os.Getenv("SLOSERVE_ADMIN_TOKEN")
-	}
-	if err := cfg.ApplyEnv(os.Getenv); err != nil {
-		return usagef("serve: %v", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return usagef("serve: %v", err)
 	}
 	log, err := telemetry.NewLogger(e.stderr, cfg.Gateway.LogFormat, level)
 	if err != nil {
@@ -84,19 +34,13 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if _, err := gateway.RaiseFileLimit(); err != nil {
 		log.Warn("serve: could not raise the open-files limit; the connection budget is sized below the current one", "err", err)
 	}
-	bv := readBuildVersion()
-	otlp := cmp.Or(cfg.Gateway.OTLPEndpoint, os.Getenv(telemetry.EnvOTLPEndpoint))
-	tr, err := telemetry.NewTracing(ctx, "sloserve-gateway", otlp)
+	tr, workerEnv, err := serveTracing(ctx, cfg, log)
 	if err != nil {
-		return usagef("serve: gateway.otlp_endpoint: %v", err)
+		return err
 	}
 	defer tr.Shutdown(context.Background())
-	var env []string
-	if otlp != "" {
-		env = append(env, telemetry.EnvOTLPEndpoint+"="+otlp) // the local workers export to the same collector
-		log.Info("exporting trace spans over OTLP/HTTP", "endpoint", otlp)
-	}
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Tracing: tr, Env: env,
+	bv := readBuildVersion()
+	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Tracing: tr, Env: workerEnv,
 		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -106,23 +50,97 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if st.GRPCAddr != "" {
 		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			done = true
-		case <-hup:
-			log.Info("SIGHUP: rescanning the model repository", "dir", cfg.ModelRepository)
-			st.Reload()
-		}
-	}
+	serveUntilDone(ctx, st, cfg, log)
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	failed, err := st.Close(sctx)
 	fmt.Fprintf(e.stdout, "sloserve gateway stopped (%d waiting requests failed)\n", failed)
 	return err
+}
+
+// parseServeFlags turns serve's flags (over --config or the bundled default) into a validated
+// configuration and the log level; a bad flag or field is a usage error naming it.
+func parseServeFlags(args []string) (config.Config, slog.Level, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
+	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
+	grpcAddr := fs.String("grpc-addr", "", "override gateway.grpc_addr: serve OIP v2 over gRPC too (`host:port`)")
+	repo := fs.String("model-repository", "", "serve the Triton-style model repository `dir` (<model>/<version>/model.onnx, optional <model>/config.yaml); overrides model_repository; without --config only its models are served")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "", "override gateway.log_format: text or json (one JSON object per line)")
+	var level slog.Level
+	if err := parseFlags(fs, args); err != nil {
+		return config.Config{}, level, err
+	}
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return config.Config{}, level, usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
+	}
+	cfg := defaultServeConfig()
+	if *repo != "" && *path == "" {
+		cfg.Models = nil // only the repository's models
+	}
+	if *path != "" {
+		c, err := config.Load(*path)
+		if err != nil {
+			return cfg, level, usagef("serve: --config: %v", err)
+		}
+		cfg = c
+	}
+	cfg.Gateway.Addr = cmp.Or(*addr, cfg.Gateway.Addr)
+	cfg.Gateway.GRPCAddr = cmp.Or(*grpcAddr, cfg.Gateway.GRPCAddr)
+	cfg.ModelRepository = cmp.Or(*repo, cfg.ModelRepository)
+	if cfg.ModelRepository != "" {
+		if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
+			return cfg, level, usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
+		}
+	}
+	if *logFormat != "" {
+		if *logFormat != telemetry.FormatText && *logFormat != telemetry.FormatJSON {
+			return cfg, level, usagef("serve: --log-format %q must be text or json", *logFormat)
+		}
+		cfg.Gateway.LogFormat = *logFormat
+	}
+	cfg.Gateway.AdminToken = cmp.Or(cfg.Gateway.AdminToken, os.Getenv("SLOSERVE_ADMIN_TOKEN"))
+	if err := cfg.ApplyEnv(os.Getenv); err != nil {
+		return cfg, level, usagef("serve: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, level, usagef("serve: %v", err)
+	}
+	return cfg, level, nil
+}
+
+// serveTracing starts trace propagation (and export when gateway.otlp_endpoint or
+// $OTEL_EXPORTER_OTLP_ENDPOINT names a collector) and returns the environment that points the
+// local workers at the same collector.
+func serveTracing(ctx context.Context, cfg config.Config, log *slog.Logger) (*telemetry.Tracing, []string, error) {
+	otlp := cmp.Or(cfg.Gateway.OTLPEndpoint, os.Getenv(telemetry.EnvOTLPEndpoint))
+	tr, err := telemetry.NewTracing(ctx, "sloserve-gateway", otlp)
+	if err != nil {
+		return nil, nil, usagef("serve: gateway.otlp_endpoint: %v", err)
+	}
+	var env []string
+	if otlp != "" {
+		env = append(env, telemetry.EnvOTLPEndpoint+"="+otlp) // the local workers export to the same collector
+		log.Info("exporting trace spans over OTLP/HTTP", "endpoint", otlp)
+	}
+	return tr, env, nil
+}
+
+// serveUntilDone serves until ctx ends, rescanning the model repository on every SIGHUP.
+func serveUntilDone(ctx context.Context, st *gateway.Stack, cfg config.Config, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: rescanning the model repository", "dir", cfg.ModelRepository)
+			st.Reload()
+		}
+	}
 }
 
 // defaultServeConfig serves every bundled model with one worker each and the mlproxy policy,

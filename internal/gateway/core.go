@@ -24,7 +24,11 @@ func (g *Gateway) ServerMetadata(ctx context.Context) (oip.ServerMetadata, error
 	if v == "" {
 		v = "(devel)"
 	}
-	return oip.ServerMetadata{Name: "sloserve-gateway", Version: v, Extensions: oip.Extensions(g)}, nil
+	ext := oip.Extensions(g)
+	if g.repoMgr.Load() == nil { // load and unload answer "no repository": not an extension served
+		ext = slices.DeleteFunc(ext, func(e string) bool { return e == "model_repository" })
+	}
+	return oip.ServerMetadata{Name: "sloserve-gateway", Version: v, Extensions: ext}, nil
 }
 
 // Ready implements oip.Core: the gateway is ready while it is open and every model — each

@@ -148,6 +148,12 @@ func TestMetricsQueueBackendCanceled(t *testing.T) {
 		t.Fatalf("canceled request answered %s", resp.Status)
 	}
 	cancel()
+	// The server notices the client's disconnect asynchronously: wait for it (the request is
+	// then answered as canceled and leaves the queue) before an instance could take it.
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(g.metrics.requests.WithLabelValues("m", outcomeCanceled)) != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(release)
 	if err := g.AddInstance(context.Background(), "m", Instance{ID: "w1", Addr: w.URL}); err != nil {
 		t.Fatal(err)
@@ -162,10 +168,6 @@ func TestMetricsQueueBackendCanceled(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: %s %s", i, resp.Status, msg)
 		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(g.metrics.requests.WithLabelValues("m", outcomeCanceled)) != 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
 	}
 	for _, tc := range []struct {
 		outcome string

@@ -150,8 +150,8 @@ func TestWorkerInfer(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if code, _ := get(t, srv.URL+"/v2/health/ready"); code != 503 {
-		t.Errorf("ready after Close: status %d, want 503", code)
+	if code, _ := get(t, srv.URL+"/v2/health/ready"); code != 400 { // not ready: 400, as Triton answers
+		t.Errorf("ready after Close: status %d, want 400", code)
 	}
 }
 
