@@ -348,6 +348,7 @@ func TestMissControl(t *testing.T) {
 func TestBeyondMargin(t *testing.T) {
 	var e estimator
 	e.margin.Store(math.Float64bits(0.2))
+	e.batches.Store(overrunWarmup)
 	t0 := time.Unix(1000, 0)
 	c := &call{arrival: t0, deadline: t0.Add(200 * time.Millisecond), expect: t0.Add(50 * time.Millisecond)}
 	for _, tc := range []struct {
@@ -360,5 +361,10 @@ func TestBeyondMargin(t *testing.T) {
 	}
 	if e.beyondMargin(&call{arrival: t0, deadline: t0.Add(200 * time.Millisecond)}, t0.Add(time.Second)) {
 		t.Error("admitted without an estimate: beyond the margin, want not (its deadline decides)")
+	}
+	var cold estimator
+	cold.margin.Store(math.Float64bits(0.2))
+	if cold.beyondMargin(c, t0.Add(time.Second)) {
+		t.Errorf("before %d batches: beyond the margin, want not (a cold fit overruns by design)", overrunWarmup)
 	}
 }

@@ -205,6 +205,7 @@ type estimator struct {
 	lastDone atomic.Int64  // when the last batch completed (or the model started), unix ns
 	probeAt  atomic.Int64  // when the last probe was let through, unix ns
 	margin   atomic.Uint64 // the miss controller's margin fraction as float64 bits; 0 before any
+	batches  atomic.Int64  // successful batches observed (the cost fit's points)
 
 	fit  [2]costFit  // fast and slow memory (fitDecay); owned by the batcher goroutine
 	miss missControl // owned by the batcher goroutine
@@ -221,11 +222,18 @@ func (e *estimator) outcome(missed bool, now time.Time) {
 // admitted at the boundary. Every answered request thus tells the miss controller something, not
 // only the few admitted close to their deadline.
 func (e *estimator) beyondMargin(c *call, completed time.Time) bool {
-	if c.expect.IsZero() {
+	if c.expect.IsZero() || e.batches.Load() < overrunWarmup {
 		return false
 	}
 	return float64(completed.Sub(c.expect)) > e.marginFrac()*float64(c.deadline.Sub(c.arrival))
 }
+
+// overrunWarmup is how many batches the cost fit must have seen before overruns count against
+// the margin: the first batches of a model (cold workers, a fit of a few points) overrun their
+// estimates by design, and counting them drove the margin to its cap at every start — refusing
+// 13 % of a burst the old margin served (TestStartINFlessPlacesOnServers under load). Deadline
+// misses count from the first request.
+const overrunWarmup = 50
 
 // marginFrac is the current margin fraction.
 func (e *estimator) marginFrac() float64 {
@@ -249,6 +257,7 @@ func (e *estimator) observe(rows int64, rtt time.Duration) {
 	for i := range e.fit {
 		e.fit[i].add(float64(max(rows, 1)), float64(rtt), fitDecay[i])
 	}
+	e.batches.Add(1)
 	fast, slow := e.fit[0].cost(), e.fit[1].cost()
 	c := BatchCost{Fixed: max(fast.Fixed, slow.Fixed), PerRowNS: max(fast.PerRowNS, slow.PerRowNS)}
 	e.fixed.Store(int64(c.Fixed))
