@@ -276,16 +276,24 @@ func (h *handler) serverMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) modelMetadata(w http.ResponseWriter, r *http.Request) {
+	h.modelJSON(w, r, RouteModelMetadata, func(ctx context.Context, m, v string) (any, error) {
+		return h.core.ModelMetadata(ctx, m, v)
+	})
+}
+
+// modelJSON answers a GET about model {model} (version {version}) with what get returns, as JSON,
+// or its error, and observes the answer under route.
+func (h *handler) modelJSON(w http.ResponseWriter, r *http.Request, route string, get func(ctx context.Context, m, v string) (any, error)) {
 	start := h.opts.Now()
 	m, v := r.PathValue("model"), r.PathValue("version")
 	code := http.StatusOK
-	md, err := h.core.ModelMetadata(r.Context(), m, v)
+	out, err := get(r.Context(), m, v)
 	if err != nil {
 		code = h.writeError(w, err)
 	} else {
-		writeJSON(w, code, md)
+		writeJSON(w, code, out)
 	}
-	h.observe(Observation{Route: RouteModelMetadata, Model: m, Version: v, Code: code}, start)
+	h.observe(Observation{Route: route, Model: m, Version: v, Code: code}, start)
 }
 
 func (h *handler) modelReady(w http.ResponseWriter, r *http.Request) {
@@ -306,32 +314,19 @@ func (h *handler) modelReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) modelConfig(w http.ResponseWriter, r *http.Request) {
-	start := h.opts.Now()
-	m, v := r.PathValue("model"), r.PathValue("version")
-	code := http.StatusOK
-	cfg, err := ConfigOf(r.Context(), h.core, m, v)
-	if err != nil {
-		code = h.writeError(w, err)
-	} else {
-		writeJSON(w, code, cfg)
-	}
-	h.observe(Observation{Route: RouteModelConfig, Model: m, Version: v, Code: code}, start)
+	h.modelJSON(w, r, RouteModelConfig, func(ctx context.Context, m, v string) (any, error) {
+		return ConfigOf(ctx, h.core, m, v)
+	})
 }
 
 func (h *handler) modelStats(w http.ResponseWriter, r *http.Request) {
-	start := h.opts.Now()
-	m, v := r.PathValue("model"), r.PathValue("version")
-	code := http.StatusOK
-	st, err := StatisticsOf(r.Context(), h.core, m, v)
-	if err != nil {
-		code = h.writeError(w, err)
-	} else {
+	h.modelJSON(w, r, RouteModelStats, func(ctx context.Context, m, v string) (any, error) {
+		st, err := StatisticsOf(ctx, h.core, m, v)
 		if st == nil {
 			st = []ModelStatistics{}
 		}
-		writeJSON(w, code, StatisticsResponse{ModelStats: st})
-	}
-	h.observe(Observation{Route: RouteModelStats, Model: m, Version: v, Code: code}, start)
+		return StatisticsResponse{ModelStats: st}, err
+	})
 }
 
 // maxIndexBody bounds the body of POST /v2/repository/index.

@@ -40,30 +40,11 @@ func children(pid int) []int {
 // so that the model answers again within 8 s (it took ~10 s with 2 s checks and a SIGTERM grace
 // a stopped process cannot use).
 func TestStoppedWorker(t *testing.T) {
-	bin := needAttack(t)
-	g := startGateway(t, bin, "")
-	workers := children(g.pid)
-	if len(workers) != 1 {
-		t.Fatalf("gateway %d has children %v, want its one worker", g.pid, workers)
-	}
-	body := g.inferBody()
-	c := &http.Client{Timeout: 500 * time.Millisecond}
-	infer := func() int {
-		res, err := c.Post(g.url+"/v2/models/logreg/infer", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return 0
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	g, worker, infer := onlyWorker(t, 500*time.Millisecond)
 	if code := infer(); code != http.StatusOK {
 		t.Fatalf("before the stop: %d", code)
 	}
-	if err := syscall.Kill(workers[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(workers[0], syscall.SIGKILL) })
-	stopped := time.Now()
+	stopped := stop(t, worker)
 	for {
 		if code := infer(); code == http.StatusOK {
 			break
@@ -74,7 +55,7 @@ func TestStoppedWorker(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	took := time.Since(stopped)
-	t.Logf("worker %d stopped: the model answers 200 again after %v (new worker %v)", workers[0], took.Round(10*time.Millisecond), children(g.pid))
+	t.Logf("worker %d stopped: the model answers 200 again after %v (new worker %v)", worker, took.Round(10*time.Millisecond), children(g.pid))
 	if took > 8*time.Second {
 		t.Errorf("recovery took %v, want ≤ 8 s", took)
 	}
@@ -87,24 +68,10 @@ func TestStoppedWorker(t *testing.T) {
 // (/v2/models/m/ready and /v2/health/ready answer 400, as Triton does with its default strict
 // readiness) and sloserve_instances{state="ready"} is 0; once restarted, all are back.
 func TestStoppedWorkerReadiness(t *testing.T) {
-	bin := needAttack(t)
-	g := startGateway(t, bin, "")
-	workers := children(g.pid)
-	if len(workers) != 1 {
-		t.Fatalf("gateway %d has children %v, want its one worker", g.pid, workers)
-	}
-	body := g.inferBody()
+	g, worker, infer := onlyWorker(t, 2*time.Second)
 	c := &http.Client{Timeout: 2 * time.Second}
 	get := func(path string) int {
 		res, err := c.Get(g.url + path)
-		if err != nil {
-			return 0
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
-	infer := func() int {
-		res, err := c.Post(g.url+"/v2/models/logreg/infer", "application/json", bytes.NewReader(body))
 		if err != nil {
 			return 0
 		}
@@ -132,11 +99,7 @@ func TestStoppedWorkerReadiness(t *testing.T) {
 	if s := state(); s != ready || infer() != http.StatusOK {
 		t.Fatalf("before the stop: %s", s)
 	}
-	if err := syscall.Kill(workers[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(workers[0], syscall.SIGKILL) })
-	stopped := time.Now()
+	stopped := stop(t, worker)
 	if code := infer(); code != http.StatusGatewayTimeout {
 		t.Errorf("stopped worker: inference answered %d, want 504", code)
 	}
@@ -162,4 +125,36 @@ func TestStoppedWorkerReadiness(t *testing.T) {
 		t.Errorf("after recovery: inference answered %d", code)
 	}
 	t.Logf("not ready after %v, ready again after %v", seen[notReady].Round(10*time.Millisecond), time.Since(stopped).Round(10*time.Millisecond))
+}
+
+// onlyWorker starts the attack gateway and returns it with the pid of its one worker and a
+// function that sends one normal inference request (status, 0 on a transport error) with timeout.
+func onlyWorker(t *testing.T, timeout time.Duration) (*gateway, int, func() int) {
+	t.Helper()
+	g := startGateway(t, needAttack(t), "")
+	workers := children(g.pid)
+	if len(workers) != 1 {
+		t.Fatalf("gateway %d has children %v, want its one worker", g.pid, workers)
+	}
+	body := g.inferBody()
+	c := &http.Client{Timeout: timeout}
+	infer := func() int {
+		res, err := c.Post(g.url+"/v2/models/logreg/infer", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	return g, workers[0], infer
+}
+
+// stop sends SIGSTOP to pid (SIGKILL at the test's end) and returns when.
+func stop(t *testing.T, pid int) time.Time {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return time.Now()
 }

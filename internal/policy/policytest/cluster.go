@@ -63,7 +63,7 @@ func Cluster(t *testing.T, name string) {
 		if err != nil {
 			t.Fatalf("%s: step %d (second instance): %v", name, step, err)
 		}
-		if !reflect.DeepEqual(strip(da), strip(db)) {
+		if !reflect.DeepEqual(da, db) { // Reasons included: the same facts, the same explanation
 			t.Fatalf("%s: step %d: two instances decided differently on the same facts:\n%+v\n%+v", name, step, da, db)
 		}
 		if err := wa.apply(da); err != nil {
@@ -83,10 +83,6 @@ func Cluster(t *testing.T, name string) {
 		t.Errorf("%s: %d instances after %d s idle, %d at the load's peak: want fewer", name, last, idleSteps, peak)
 	}
 }
-
-// strip drops what may legitimately differ between two runs: nothing, today; Reasons are
-// compared too, so a policy must explain itself the same way on the same facts.
-func strip(d policy.ClusterDecision) policy.ClusterDecision { return d }
 
 // rateAt is the load at step: up from 0 to peakRPS, down to 0, then none.
 func rateAt(step int) float64 {
