@@ -125,4 +125,3 @@ func INFlessProfileFromCurve(model string, curve profile.Curve, maxBatch int) pr
 	}
 	return p
 }
-
