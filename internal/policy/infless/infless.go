@@ -478,14 +478,10 @@ func (p *Policy) lend(d *policy.ClusterDecision, v policy.ClusterView, spares []
 	released := idSet(d.Release)
 	lenders, ids := map[int][]plan.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
-	var stay []policy.InstanceView // the functions' own instances in order, then the spares kept
-	for _, fv := range v.Functions {
-		stay = append(stay, fv.Instances...)
-	}
-	stay = append(stay, spares...)
-	for _, in := range stay {
+	// The functions' own instances in order, then the spares kept.
+	add := func(in *policy.InstanceView) {
 		if released[in.ID] {
-			continue
+			return
 		}
 		st := p.fns[in.Launch.Function]
 		s := in.Launch.Server
@@ -495,6 +491,14 @@ func (p *Policy) lend(d *policy.ClusterDecision, v policy.ClusterView, spares []
 		lenders[s] = append(lenders[s], plan.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
 			Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
 		ids[s] = append(ids[s], in.ID)
+	}
+	for _, fv := range v.Functions {
+		for k := range fv.Instances {
+			add(&fv.Instances[k])
+		}
+	}
+	for k := range spares {
+		add(&spares[k])
 	}
 	for _, s := range servers {
 		ls := lenders[s]
