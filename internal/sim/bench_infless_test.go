@@ -137,7 +137,11 @@ func BenchmarkINFlessControl10k(b *testing.B) {
 // must decide exactly the same.
 func TestINFlessControlDecisions(t *testing.T) {
 	sc := newControlScene(t, 20, 2000, 3000)
-	p, err := inflesspol.New("infless", inflesspol.DefaultOptions())
+	// The options the hash was recorded with: issue #18 item 10's BurstHold and BurstDrain came
+	// after it (they change the decisions of steps 1–3 on purpose).
+	o := inflesspol.DefaultOptions()
+	o.BurstHold, o.BurstDrain = 0, 0
+	p, err := inflesspol.New("infless", o)
 	if err != nil {
 		t.Fatal(err)
 	}

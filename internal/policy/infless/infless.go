@@ -84,6 +84,17 @@ type Options struct {
 	// second, to R when the function has instances: a burst that outruns its instances scales it by
 	// the backlog as well as by the new rate.
 	Backlog bool `yaml:"backlog"`
+	// BurstHold holds R at its highest value for this long for a function with SlackLimited
+	// instances (b = 1, t_exec > t_slo/2: slack shorter than one execution): such a function cannot
+	// absorb a burst in queues — every request that arrives before new instances are ready (a control
+	// period plus a cold start) misses — so it scales down from its recent peak, not from the
+	// current rate, and a burst that recurs within BurstHold finds its instances. 0 = off. ≥ 0.
+	BurstHold time.Duration `yaml:"burst_hold"`
+	// BurstDrain is how soon such a function's backlog — its waiting requests and its instances'
+	// queues — is to be served when Backlog adds it to R (backlog/BurstDrain, instead of the
+	// waiting requests within a second): a backlog served in FIFO order delays the requests behind
+	// it past their short slack, so it must drain within about one slack. 0 = a second. ≥ 0.
+	BurstDrain time.Duration `yaml:"burst_drain"`
 }
 
 // DefaultMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
@@ -92,14 +103,23 @@ const DefaultMaxBatch = 32
 // DefaultScaleDownAfter is 3 × 10 s (INFless's FunctionInactiveNum × instanceScaleMonitor interval).
 const DefaultScaleDownAfter = 30 * time.Second
 
+// DefaultBurstHold and DefaultBurstDrain are sloserve's settings of Options.BurstHold and
+// Options.BurstDrain (issue #18 item 10): burst300's bursts recur within a minute, and 100 ms is
+// about ssd's slack (t_slo − t_exec = 200 − 126 ms).
+const (
+	DefaultBurstHold  = time.Minute
+	DefaultBurstDrain = 100 * time.Millisecond
+)
+
 // DefaultOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
 // plan.MetricShare form, Defragment, Spare and Lend, and the per-function SLO fixes of issue
-// #18 (QueueCap, BoundQueues, Backlog). PaperOptions is Eq. 10 as printed.
+// #18 (QueueCap, BoundQueues, Backlog, BurstHold, BurstDrain). PaperOptions is Eq. 10 as printed.
 func DefaultOptions() Options {
 	o := PaperOptions()
 	o.Metric, o.Defragment, o.Lend, o.Spare = plan.MetricShare, true, true, true
 	o.QueueCap, o.BoundQueues, o.Backlog = true, true, true
+	o.BurstHold, o.BurstDrain = DefaultBurstHold, DefaultBurstDrain
 	return o
 }
 
@@ -125,6 +145,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("plan.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
 	case o.IdleUnit < 0:
 		return fmt.Errorf("plan.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
+	case o.BurstHold < 0 || o.BurstDrain < 0:
+		return fmt.Errorf("plan.burst_hold %v and plan.burst_drain %v: must be ≥ 0", o.BurstHold, o.BurstDrain)
 	}
 	return nil
 }
@@ -155,6 +177,31 @@ type fnState struct {
 	spareOpts []plan.Option // b = 1 options, for plan.Spares
 	idle      idleTracker
 	downSince time.Time
+	// peak is the highest R since peakAt (Options.BurstHold).
+	peak   float64
+	peakAt time.Time
+}
+
+// hold is BurstHold: r, or the highest R of the last hold if that was higher.
+func (st *fnState) hold(r float64, now time.Time, hold time.Duration) float64 {
+	if r >= st.peak || now.Sub(st.peakAt) > hold {
+		st.peak, st.peakAt = r, now
+	}
+	return max(r, st.peak)
+}
+
+// backlog is the rate (1/s) that serves fv's backlog in time (Options.Backlog): its waiting
+// requests within a second, or — for a function with SlackLimited instances and BurstDrain set —
+// its waiting and queued requests within BurstDrain.
+func (p *Policy) backlog(fv policy.FunctionView) float64 {
+	if p.o.BurstDrain <= 0 || pool(fv) == 0 {
+		return float64(fv.Waiting)
+	}
+	q := fv.Waiting
+	for _, in := range fv.Instances {
+		q += in.Queue
+	}
+	return float64(q) / p.o.BurstDrain.Seconds()
 }
 
 // New returns the INFless policy for RunCluster: per function, the α-band (§3.2)
@@ -258,7 +305,10 @@ func (p *Policy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDec
 		loaded := st.idle.loaded(now)
 		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter
 		if p.o.Backlog && len(fv.Instances) > 0 {
-			r += float64(fv.Waiting) // to be served within a second: a rate (1/s)
+			r += p.backlog(fv)
+		}
+		if p.o.BurstHold > 0 && pool(fv) > 0 {
+			r = st.hold(r, now, p.o.BurstHold)
 		}
 		rates[i] = r
 		if len(fv.Instances) == 0 {
