@@ -68,12 +68,48 @@ func SlackLimited(b int, exec, slo time.Duration) bool { return b == 1 && 2*exec
 // at which requests wait longer than the slack with probability 1 − target. Every other case is
 // RateBounds (Eq. 1; r_low stays 0 for b = 1). ok is false when no rate meets target.
 func RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bounds, bool) {
+	return (*PoolMemo)(nil).RateBoundsTarget(b, exec, slo, target, n)
+}
+
+// PoolMemo remembers PooledRate's answers (a pure function of its arguments, O(n) per bisection
+// step) for callers that ask the same ones again: a function's Options, its instances' bounds and
+// its spares within one control step, and the next steps while its pool keeps its size. The zero
+// value is ready; a nil *PoolMemo computes every answer.
+type PoolMemo struct {
+	m map[poolKey]float64
+}
+
+type poolKey struct {
+	n           int
+	exec, slack time.Duration
+	target      float64
+}
+
+// PooledRate is PooledRate, remembered.
+func (m *PoolMemo) PooledRate(n int, exec, slack time.Duration, target float64) float64 {
+	if m == nil {
+		return PooledRate(n, exec, slack, target)
+	}
+	k := poolKey{n, exec, slack, target}
+	if r, ok := m.m[k]; ok {
+		return r
+	}
+	if m.m == nil {
+		m.m = map[poolKey]float64{}
+	}
+	r := PooledRate(n, exec, slack, target)
+	m.m[k] = r
+	return r
+}
+
+// RateBoundsTarget is RateBoundsTarget with PooledRate remembered in m.
+func (m *PoolMemo) RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bounds, bool) {
 	bd, ok := RateBounds(b, exec, slo)
 	if !ok || target <= 0 || !SlackLimited(b, exec, slo) {
 		return bd, ok
 	}
 	n = max(n, 1)
-	up := PooledRate(n, exec, slo-exec, target) / float64(n)
+	up := m.PooledRate(n, exec, slo-exec, target) / float64(n)
 	if !(up > 0) {
 		return Bounds{}, false
 	}

@@ -45,6 +45,9 @@ type Config struct {
 	// Pool is how many SlackLimited instances the function already runs: a new one's r_up is
 	// its share of PooledRate over Pool + 1 instances. ≥ 0.
 	Pool int
+	// Memo, when set, remembers PooledRate's answers for Options across calls (the function's
+	// SLO and Target fixed); nil computes them each time. The answers are the same either way.
+	Memo *PoolMemo
 }
 
 // ShareTolerance is how far below the best share-priced efficiency a configuration may be and
@@ -173,7 +176,7 @@ func Options(cfg Config, predict Predictor) []Option {
 				continue
 			}
 			t = time.Duration(float64(t) * (1 + cfg.Offset))
-			bounds, ok := RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
+			bounds, ok := cfg.Memo.RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
 			if !ok {
 				continue
 			}

@@ -248,7 +248,7 @@ func (p *Policy) state(fv policy.FunctionView) (*fnState, error) {
 	}
 	cfg := plan.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric}
 	if p.o.QueueCap {
-		cfg.Target = fv.Target
+		cfg.Target, cfg.Memo = fv.Target, &plan.PoolMemo{}
 	}
 	st := &fnState{
 		cfg:  cfg,
@@ -271,7 +271,11 @@ func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) 
 
 // Control applies §3.2's three cases to every function.
 func (p *Policy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
-	d := policy.ClusterDecision{Weights: map[int]float64{}}
+	n := 0
+	for _, fv := range v.Functions {
+		n += len(fv.Instances)
+	}
+	d := policy.ClusterDecision{Weights: make(map[int]float64, n)}
 	if p.o.Lend {
 		// Decide on the cluster without lending: lent shares are free and taken back first.
 		for _, fv := range v.Functions {
@@ -579,6 +583,9 @@ func (p *Policy) release(v policy.ClusterView, fv policy.FunctionView, bounds []
 // no move is in flight and nothing was launched this step, starts plan.Defragment's next moves:
 // it launches each moved instance's configuration on its target (allocating on v.Cluster).
 func (p *Policy) defragmentStep(d *policy.ClusterDecision, v policy.ClusterView, now time.Time) {
+	if len(p.moves) == 0 && len(d.Launch) > 0 {
+		return // no move to finish, and none starts in a step with launches
+	}
 	released := idSet(d.Release)
 	live := map[int]policy.InstanceView{}
 	fnOf := map[int]int{}
@@ -656,7 +663,7 @@ func (p *Policy) bounds(fv policy.FunctionView, st *fnState) []plan.Bounds {
 		if plan.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
 			c, seen := byExec[in.Launch.Exec]
 			if !seen {
-				c.b, c.ok = plan.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
+				c.b, c.ok = st.cfg.Memo.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
 				byExec[in.Launch.Exec] = c
 			}
 			if c.ok {
@@ -684,6 +691,7 @@ func (p *Policy) schedule(d *policy.ClusterDecision, v policy.ClusterView, fv po
 	if err != nil {
 		return fmt.Errorf("function %s: %w", fv.Name, err)
 	}
+	d.Launch = slices.Grow(d.Launch, len(res.Placements))
 	for _, pl := range res.Placements {
 		d.Launch = append(d.Launch, LaunchOf(fv, pl.Option, pl.Server))
 	}
