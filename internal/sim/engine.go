@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/admission"
+	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
