@@ -184,10 +184,20 @@ type Model struct {
 
 // SLO is a latency objective as written in the file.
 type SLO struct {
-	// ThresholdMS is the latency bound in milliseconds; a request's deadline is arrival + it.
+	// Threshold is the latency bound (duration); a request's deadline is arrival + it. The same
+	// field, name and unit as a sim config's slo.threshold; when set it replaces threshold_ms.
+	Threshold time.Duration `yaml:"threshold"`
+	// ThresholdMS is the latency bound in milliseconds (the older spelling of threshold).
 	ThresholdMS float64 `yaml:"threshold_ms"`
 	// Target is the fraction of requests, in (0, 1], that must meet the threshold.
 	Target float64 `yaml:"target"`
+}
+
+// normalize makes threshold, when set, the threshold in milliseconds too.
+func (s *SLO) normalize() {
+	if s.Threshold > 0 {
+		s.ThresholdMS = float64(s.Threshold) / float64(time.Millisecond)
+	}
 }
 
 // Spec converts s to an slo.Spec.
@@ -392,6 +402,8 @@ func (c Config) Validate() error {
 // validate checks a model's settings other than its name; p prefixes the field names.
 func (m Model) validate(p string) error {
 	switch {
+	case m.SLO.Threshold < 0:
+		return fmt.Errorf("%s.slo.threshold: must be > 0, got %v", p, m.SLO.Threshold)
 	case !(m.SLO.ThresholdMS > 0):
 		return fmt.Errorf("%s.slo.threshold_ms: must be > 0, got %v", p, m.SLO.ThresholdMS)
 	case !(m.SLO.Target > 0 && m.SLO.Target <= 1):
@@ -428,6 +440,7 @@ func DecodeModel(data []byte, name string) (Model, error) {
 	if err := strictDecode(data, &m); err != nil {
 		return Model{}, err
 	}
+	m.SLO.normalize()
 	if m.Name != name {
 		return Model{}, fmt.Errorf("name: %q differs from the model's directory %q", m.Name, name)
 	}
@@ -482,6 +495,7 @@ func Decode(r io.Reader) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("parse config: models[%d]: %w", i, err)
 		}
+		m.SLO.normalize()
 		c.Models = append(c.Models, m)
 	}
 	if c.Ensembles, err = decodeEnsembles(raw.Ensembles); err != nil {

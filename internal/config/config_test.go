@@ -202,3 +202,18 @@ func TestDecodePolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestSLOThresholdDuration: slo.threshold is a duration, as in a sim config, and replaces
+// threshold_ms.
+func TestSLOThresholdDuration(t *testing.T) {
+	c, err := Decode(strings.NewReader("models: [{name: a, slo: {threshold: 150ms, target: 0.95}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Models[0].SLO.Spec(); got.Threshold != 150*time.Millisecond || got.Target != 0.95 || c.Models[0].Batching.SLO != 150*time.Millisecond {
+		t.Fatalf("slo %+v, batching.slo %v; want 150 ms at 0.95 for both", got, c.Models[0].Batching.SLO)
+	}
+	if _, err := Decode(strings.NewReader("models: [{name: a, slo: {threshold: -1s}}]")); err == nil || !strings.Contains(err.Error(), "models[0].slo.threshold: must be > 0") {
+		t.Fatalf("negative threshold: %v", err)
+	}
+}

@@ -3,11 +3,15 @@ package controller
 import (
 	"time"
 
+	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/policy"
-	"github.com/sloserve/sloserve/internal/policy/baseline"
+	"github.com/sloserve/sloserve/internal/policy/fixed"
+	"github.com/sloserve/sloserve/internal/policy/knative"
 	"github.com/sloserve/sloserve/internal/policy/mark"
+	"github.com/sloserve/sloserve/internal/policy/mlproxy"
+	"github.com/sloserve/sloserve/internal/policy/sagemaker"
 	"github.com/sloserve/sloserve/internal/policy/sloserve"
 	"github.com/sloserve/sloserve/internal/profile"
 )
@@ -76,6 +80,13 @@ func Preset(c config.Controller, m config.Model, curve profile.Curve) func(v any
 		// the launched worker to be ready and show its effect.
 		o.SLOMonitor.CoolDown = 2 * unit
 	}
+	kpaPreset := func(k *autoscale.KPAConfig) {
+		// Concurrency target: what one instance holds at half its capacity within the SLO
+		// (rate × threshold / 2), since behind the batching gateway a worker serves many
+		// requests at once.
+		k.Target = max(1, rate*m.SLO.Spec().Threshold.Seconds()/2)
+		k.Tick, k.Min, k.Max = c.SampleInterval, max(c.MinInstances, 1), c.MaxInstances
+	}
 	return func(v any) {
 		switch o := v.(type) {
 		case *mark.Options:
@@ -83,20 +94,19 @@ func Preset(c config.Controller, m config.Model, curve profile.Curve) func(v any
 		case *sloserve.Options:
 			markPreset(&o.Mark)
 			o.MinInstances, o.KeepAliveUnit = c.MinInstances, unit
-		case *baseline.FixedOptions:
+		case *fixed.Options:
 			o.Type, o.Count = it.Name, m.Instances
-		case *baseline.SageMakerOptions:
+		case *sagemaker.Options:
 			// SageMaker's target: half an instance's capacity (MArk §5.1), per metric period.
-			o.Type, o.Pricing = it.Name, baseline.SageMakerPricingEC2
+			o.Type, o.Pricing = it.Name, sagemaker.PricingEC2
 			o.Tracking.Period, o.Tracking.ScaleOutCooldown, o.Tracking.ScaleInCooldown = unit, unit, LiveCoolDown(unit)
 			o.Tracking.Min, o.Tracking.Max = max(c.MinInstances, 1), c.MaxInstances
-		case *baseline.MLProxyOptions:
-			// Concurrency target: what one instance holds at half its capacity within the SLO
-			// (rate × threshold / 2), since behind the batching gateway a worker serves many
-			// requests at once.
+		case *knative.Options:
 			o.Type = it.Name
-			o.KPA.Target = max(1, rate*m.SLO.Spec().Threshold.Seconds()/2)
-			o.KPA.Tick, o.KPA.Min, o.KPA.Max = c.SampleInterval, max(c.MinInstances, 1), c.MaxInstances
+			kpaPreset(&o.KPA)
+		case *mlproxy.Options:
+			o.Type = it.Name
+			kpaPreset(&o.KPA)
 		}
 	}
 }

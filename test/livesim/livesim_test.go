@@ -16,6 +16,7 @@ import (
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/trace"
+	_ "github.com/sloserve/sloserve/test/livesim/example" // a policy added as one package
 )
 
 // call is one Scale call: what the policy saw and what it decided.
@@ -104,13 +105,13 @@ func (r *replay) show(s autoscale.Snapshot, model string) {
 	r.reading.Queued = int64(s.QueueLen)
 }
 
-// TestSloserveLiveEqualsSimulated drives one sloserve policy — built the way `sloserve serve`
+// TestPolicyLiveEqualsSimulated drives one sloserve policy — built the way `sloserve serve`
 // builds it (controller.NewModel: the live world, the live preset, the config's policies
 // section) — through the simulator on a load with a burst, recording every Scale call; then
 // builds it again through the live controller's construction path and drives the live
 // controller (Step) with a provider and counters that show the same facts. Every decision must
 // be the same: the same launches and terminations with the same reasons, call by call.
-func TestSloserveLiveEqualsSimulated(t *testing.T) {
+func TestPolicyLiveEqualsSimulated(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy string
@@ -121,6 +122,7 @@ func TestSloserveLiveEqualsSimulated(t *testing.T) {
 		{"sloserve scale to zero", "sloserve", 0, ""},
 		{"sloserve with options", "sloserve", 1, "{mark: {headroom: 1.3, forecaster: holt-winters}}"},
 		{"mark", "mark", 1, ""},
+		{"example policy (one package, test/livesim/example)", "example", 1, "{high: 0.7}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
