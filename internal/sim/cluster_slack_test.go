@@ -20,12 +20,10 @@ import (
 // keeps the peak's instances for a minute and sizes a burst's launches to drain the backlog within
 // 100 ms: only the first burst, from no instance at all, loses its first seconds (3.4 %).
 func TestINFlessSlackLimitedBursts(t *testing.T) {
-	var prof profile.INFlessProfile
-	prof.Model = "ssd-like"
-	for _, pt := range []profile.INFlessPoint{{CPU: 2, GPU: 20, Batch: 1, Latency: 130 * time.Millisecond},
-		{CPU: 2, Batch: 1, Latency: 180 * time.Millisecond}, {CPU: 2, GPU: 20, Batch: 2, Latency: 250 * time.Millisecond}} {
-		prof.Points = append(prof.Points, pt)
-	}
+	prof := profile.INFlessProfile{Model: "ssd-like", Points: []profile.INFlessPoint{
+		{CPU: 2, GPU: 20, Batch: 1, Latency: 130 * time.Millisecond},
+		{CPU: 2, Batch: 1, Latency: 180 * time.Millisecond},
+		{CPU: 2, GPU: 20, Batch: 2, Latency: 250 * time.Millisecond}}}
 	const bursts, every, length = 20, 40 * time.Second, 6 * time.Second
 	run := func(o inflesspol.Options) float64 {
 		var arr listArrivals
