@@ -105,7 +105,7 @@ func gatewayInstances(st *app.Stack, model string) []string {
 	return ids
 }
 
-// TestServeOnControlPlane runs the serving stack (gateway.Start, as `sloserve serve` does) with
+// TestServeOnControlPlane runs the serving stack (app.Start, as `sloserve serve` does) with
 // provider kubernetes against the real control plane, as the ServiceAccount of
 // deploy/kustomize/rbac.yaml: each model's pods are created with its instance type on the right
 // pool and turn Ready (KWOK), Start returns with the gateway holding exactly those pods; a pod
