@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -237,4 +238,27 @@ func closeProvider(prov provider.Provider) error {
 		return c.Close()
 	}
 	return nil
+}
+
+// stageRepository makes the workers' model directory of a configuration with a model
+// repository, and adds it to their arguments. It returns "" without a repository.
+func stageRepository(cfg *config.Config) (string, error) {
+	if cfg.ModelRepository == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("model_repository: %q is not a directory", cfg.ModelRepository)
+	}
+	stage, err := os.MkdirTemp("", "sloserve-repository-")
+	if err != nil {
+		return "", fmt.Errorf("model_repository: %w", err)
+	}
+	cfg.Workers.Args = append(slices.Clone(cfg.Workers.Args), "--model-dir", stage)
+	return stage, nil
+}
+
+func removeStage(stage string) {
+	if stage != "" {
+		os.RemoveAll(stage)
+	}
 }
