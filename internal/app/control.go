@@ -53,7 +53,7 @@ func modelCurve(ctx context.Context, cfg config.Config, m config.Model, g *gatew
 	if it.RPS > 0 {
 		return controller.LocalCurve(it.RPS, m.Slots, it.MaxBatch)
 	}
-	if cfg.Controller.Policy == config.ControllerNone {
+	if cfg.Controller.ConfiguredFleet() {
 		return controller.LocalCurve(1, 1, 1) // a static fleet plans nothing
 	}
 	for _, in := range insts {

@@ -36,7 +36,7 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		}
 		lc := local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
 			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
-		if cfg.Controller.Policy == config.ControllerINFless {
+		if cfg.Controller.PlacesInstances() {
 			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
 			cl := cfg.Controller.Cluster
 			lc.Servers = slices.Repeat([]cluster.Resources{{CPU: cl.Threads(), GPU: cl.GPU}}, cl.Servers)
@@ -130,7 +130,7 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 			log.Info("adopting running instances", "model", m.Name, "type", spec.Type, "instances", running)
 		}
 		for range m.Instances - running {
-			if cfg.Controller.Policy == config.ControllerINFless {
+			if cfg.Controller.PlacesInstances() {
 				// INFless sizes and places every instance: the first ones are b = 1 on one
 				// thread (what Alg. 1 picks for a trickle), first fit on the provider's servers.
 				if err := placeFirst(prov, &spec, m.SLO.Spec().Threshold); err != nil {

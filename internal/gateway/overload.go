@@ -42,7 +42,9 @@ type AdmissionFacts = admission.Facts
 type Admission = admission.Verdict
 
 // Admit is admission.Admit.
-func Admit(f AdmissionFacts, deadline, now time.Time) Admission { return admission.Admit(f, deadline, now) }
+func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
+	return admission.Admit(f, deadline, now)
+}
 
 // probeEvery is how often admission lets a refused request through as a probe when no batch has
 // completed for that long: a stale estimate is refreshed by the probe's own batch.
