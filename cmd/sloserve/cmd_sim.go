@@ -13,8 +13,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/sloserve/sloserve/internal/cost"
-	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/experiment"
+	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
