@@ -135,30 +135,3 @@ func TestCocktailFailureResilience(t *testing.T) {
 		t.Errorf("failed requests = %d, want 0: every request keeps at least one vote", h.Failed)
 	}
 }
-
-func TestEnsembleExplore(t *testing.T) {
-	if os.Getenv("SLOSERVE_EXPLORE") == "" {
-		t.Skip("set SLOSERVE_EXPLORE")
-	}
-	data, tr := cocktailSetup(t, time.Hour)
-	for _, name := range EnsemblePolicyNames() {
-		for _, fail := range []float64{0, 0.2} {
-			cfg := DefaultEnsembleConfig()
-			if fail > 0 {
-				cfg.FailAt, cfg.FailFraction = 30*time.Minute, fail
-			}
-			start := time.Now()
-			r := runCocktail(t, data, tr, name, cfg)
-			s := r.Summary
-			t.Logf("%-12s fail %.1f cost $%.3f acc %.4f met %.3f slo %.4f req %d comp %d failed %d models %.2f votes %.2f p99 %.0fms extra %v (%v)",
-				name, fail, s.CostUSD.Total, *s.Accuracy, s.Extra["accuracy_target_met_fraction"], s.SLOAttainment, s.Requests, s.Completed, s.Failed,
-				s.Extra["mean_models"], s.Extra["mean_votes"], s.LatencyMS.P99, s.Extra, time.Since(start))
-			for _, c := range r.Selections {
-				t.Logf("   %+v", c)
-			}
-			for _, p := range r.Pools {
-				t.Logf("   %+v", p)
-			}
-		}
-	}
-}
