@@ -24,17 +24,15 @@ func acceptanceDuration() time.Duration {
 }
 
 // cocktailSetup loads Cocktail's data and the first duration of the Twitter trace scaled to a
-// mean of 50 req/s, or skips the test when the shared data are absent.
+// mean of 50 req/s, from the shared data or, when it is absent, from the committed fixture.
 func cocktailSetup(t *testing.T, duration time.Duration) (*CocktailData, *trace.Trace) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(sharedData, CocktailClassTableFile)); err != nil {
-		t.Skipf("shared data absent (%v): the Cocktail tests need ../shared/data", err)
-	}
-	data, err := LoadCocktailData(sharedData)
+	dir := dataDir(t)
+	data, err := LoadCocktailData(dir)
 	if err != nil {
 		t.Fatalf("LoadCocktailData: %v", err)
 	}
-	tr, err := trace.Open(filepath.Join(sharedData, CocktailTwitterTrace))
+	tr, err := trace.Open(filepath.Join(dir, CocktailTwitterTrace))
 	if err != nil {
 		t.Fatalf("trace: %v", err)
 	}
