@@ -2,60 +2,29 @@ package experiment
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sloserve/sloserve/internal/sim"
 )
 
-// madeUpINFless writes INFless-format profiles (`model cpu_threads gpu_sm_pct batch latency_ms`)
-// for the OSVT + Q&A models and three 6 s-step rate traces into a directory: made-up numbers of
-// the published shape (a batch of b costs 0.4 + 0.6 b of one request; more threads and GPU share
-// shorten it), so that the INFless experiments run without the shared data.
-func madeUpINFless(t *testing.T) (profiles string, traces []string) {
-	t.Helper()
-	dir := t.TempDir()
-	base := map[string]float64{"ssd": 60, "mobilenet": 20, "resnet-50": 50, "textcnn-69": 5, "lstm-maxclass-2365": 8}
-	for _, f := range sim.OSVTQA {
-		var b strings.Builder
-		for _, cpu := range []int{2, 4, 8, 16} {
-			for _, gpu := range []int{0, 10, 20, 30, 40, 50} {
-				for _, batch := range []int{1, 2, 4, 8, 16} {
-					ms := base[f.Model] * (0.4 + 0.6*float64(batch)) * math.Sqrt(8/float64(cpu)) / (1 + float64(gpu)/10)
-					fmt.Fprintf(&b, "%s %d %d %d %.2f\n", f.Model, cpu, gpu, batch, ms)
-				}
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Model+"-profile-results.txt"), []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+// fixture is the committed stand-in for the shared data (testdata/fixture/README.md).
+const fixture = "../../testdata/fixture"
+
+// fixtureINFless returns the fixture's made-up INFless profiles and burst traces.
+func fixtureINFless() (profiles string, traces []string) {
+	for _, f := range []string{"burst300-2.csv", "burst300-3.csv", "burst300-4.csv"} {
+		traces = append(traces, filepath.Join(fixture, "traces", "azure-functions", f))
 	}
-	for i := range 3 {
-		var b strings.Builder
-		b.WriteString("step,rps\n")
-		for s := range 100 {
-			fmt.Fprintf(&b, "%d,%.1f\n", s, 30+20*math.Sin(float64(s)/(5+float64(i))))
-		}
-		p := filepath.Join(dir, fmt.Sprintf("made-up-%d.csv", i))
-		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		traces = append(traces, p)
-	}
-	return dir, traces
+	return filepath.Join(fixture, "profiles", "infless"), traces
 }
 
-// TestInflessTableBeatsUniform is the claim of docs/infless.md's tables on made-up profiles and
-// traces (10 minutes, 100 rps peaks): INFless serves more requests per unit of resource than the
+// TestInflessTableBeatsUniform is the claim of docs/infless.md's tables on the fixture's made-up
+// profiles and traces (10 minutes, 100 rps peaks): INFless serves more requests per unit of resource than the
 // BATCH-style uniform baseline, and meets every function's 95 % SLO target.
 func TestInflessTableBeatsUniform(t *testing.T) {
 	t.Parallel()
-	profiles, traces := madeUpINFless(t)
+	profiles, traces := fixtureINFless()
 	runs, err := InflessTable(context.Background(), profiles, traces, []string{"infless"}, "made-up", 100, 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +46,11 @@ func TestInflessTableBeatsUniform(t *testing.T) {
 	}
 }
 
-// TestInflessLoadRowsAndRatios: the busy-cluster experiment on the made-up data at one peak runs
+// TestInflessLoadRowsAndRatios: the busy-cluster experiment on the fixture at one peak runs
 // uniform and openfaas+ as the ratios' bases beside the policy asked for, and prints their rows.
 func TestInflessLoadRowsAndRatios(t *testing.T) {
 	t.Parallel()
-	profiles, traces := madeUpINFless(t)
+	profiles, traces := fixtureINFless()
 	runs, err := InflessLoad(context.Background(), profiles, traces, "made-up", 0, 5*time.Minute, 200, loadVariants([]string{"infless"}))
 	if err != nil {
 		t.Fatal(err)
