@@ -320,7 +320,9 @@ func (e *engine) loop() error {
 		case evSample:
 			e.tick()
 		case evScale:
-			if ev.at == e.scaleAt {
+			// A call asked for at a sample boundary is the tick's own (after the sample closes),
+			// as the live controller, which asks at samples only, makes it.
+			if ev.at == e.scaleAt && ev.at != e.off(e.sample.Start)+int64(e.cfg.SamplePeriod) {
 				e.scaleAt = -1
 				e.scale()
 			}

@@ -69,6 +69,14 @@ type Options struct {
 	Standby string `yaml:"standby"`
 	// MemoryMB is the serverless function memory (default 3008 MB, MArk's Lambda setting).
 	MemoryMB int `yaml:"memory_mb"`
+	// SampleInterval, Unit and Window are the arrival monitor's P_s, P_u and P_w (MArk §4.2;
+	// default 5 s, 1 min and 60 units: forecast.DefaultMonitorConfig). The live controller runs
+	// the same algorithm on a shorter clock (docs/config.md, "The live preset").
+	SampleInterval time.Duration `yaml:"sample_interval"`
+	Unit           time.Duration `yaml:"unit"`
+	Window         int           `yaml:"window"`
+	// MaxInstances bounds one plan's instances (default planner.DefaultMaxInstances).
+	MaxInstances int `yaml:"max_instances"`
 	// BouncerMargin is taken off every deadline before the Bouncer's check (MArk §4.1,
 	// admission.Config.Margin); the mark policy's default is RT_max / 20, 30 ms at 600 ms
 	// (DefaultBouncerMarginDivisor says why).
@@ -92,14 +100,29 @@ func New(env policy.Env) (policy.Model, error) { return NewWith(env, nil) }
 // NewWith is New with the forecaster fc instead of the configured one when fc is not nil
 // (tests give a forecast that is wrong on purpose).
 func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
-	o := Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
-		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB,
-		SLOMonitor: slomon.DefaultConfig()}
-	o.SLOMonitor.Target = env.SLO.Target
-	o.BouncerMargin = env.SLO.Threshold / DefaultBouncerMarginDivisor
+	o := DefaultOptions(env)
 	if err := env.DecodeOptions(&o); err != nil {
 		return policy.Model{}, err
 	}
+	return newWith(env, o, fc)
+}
+
+// DefaultOptions returns the mark policy's defaults for env (the Options doc says why each).
+func DefaultOptions(env policy.Env) Options {
+	mc := forecast.DefaultMonitorConfig()
+	o := Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
+		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB,
+		SLOMonitor: slomon.DefaultConfig(), SampleInterval: mc.SampleInterval, Unit: mc.Unit, Window: mc.Window,
+		MaxInstances: planner.DefaultMaxInstances}
+	o.SLOMonitor.Target = env.SLO.Target
+	o.BouncerMargin = env.SLO.Threshold / DefaultBouncerMarginDivisor
+	return o
+}
+
+// NewOptions is New with options o already decoded (the sloserve policy composes mark this way).
+func NewOptions(env policy.Env, o Options) (policy.Model, error) { return newWith(env, o, nil) }
+
+func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, error) {
 	if o.BouncerMargin < 0 || (env.SLO.Threshold > 0 && o.BouncerMargin >= env.SLO.Threshold) {
 		return policy.Model{}, fmt.Errorf("mark.bouncer_margin: must be in [0, RT_max %v), got %v", env.SLO.Threshold, o.BouncerMargin)
 	}
@@ -115,6 +138,14 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 	}
 	pc := planner.DefaultMarkConfig()
 	pc.Headroom, pc.Lookahead, pc.CoolDown = o.Headroom, o.Lookahead, o.CoolDown
+	if o.MaxInstances > 0 {
+		pc.MaxInstances = o.MaxInstances
+	}
+	mc := forecast.MonitorConfig{SampleInterval: o.SampleInterval, Unit: o.Unit, Window: o.Window,
+		MaxHistory: max(o.Window, forecast.DefaultMaxHistory)}
+	if err := mc.Validate(); err != nil {
+		return policy.Model{}, fmt.Errorf("mark.sample_interval/unit/window: %w", err)
+	}
 
 	// Catalog view: every profiled type, batching tuned by MArk §4.3 (batching.TuneFixed), μ* × slots.
 	rt := time.Duration(float64(env.SLO.Threshold) * o.BatchBudget)
@@ -142,7 +173,7 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 		}
 	}
 	sc, err := markscale.New(markscale.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
-		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
+		Monitor: mc, Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
 		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.Config{Margin: o.BouncerMargin}})
 	if err != nil {
 		return policy.Model{}, err
@@ -156,13 +187,14 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 			return policy.Model{}, err
 		}
 	}
-	return policy.Model{
-		Scaler:     m,
-		Initial:    initial,
-		Batching:   batching.NewFixed(cand.MaxBatch, cand.MaxWait),
-		Router:     policy.RouterFunc(m.Route),
-		Serverless: &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
-	}, nil
+	pm := policy.Model{Scaler: m, Initial: initial, Batching: batching.NewFixed(cand.MaxBatch, cand.MaxWait)}
+	if env.Model.Serverless != nil {
+		// The Bouncer spills to the serverless tier; a world without one (the live providers)
+		// is a fact the policy sees: every request stays on the fleet.
+		pm.Router = policy.RouterFunc(m.Route)
+		pm.Serverless = &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()}
+	}
+	return pm, nil
 }
 
 // spec returns the launch spec of a planned type, with its own batch size.
