@@ -71,9 +71,18 @@ type InflessTableRun struct {
 // InflessTable runs every named variant (all when names is empty) on the OSVT + Q&A workload
 // driven by the traces (profiles from profileDir, peak rescaled to peakRPS, the first d), in order.
 func InflessTable(ctx context.Context, profileDir string, traces []string, names []string, label string, peakRPS float64, d time.Duration) ([]InflessTableRun, error) {
+	cfg := sim.DefaultClusterConfig()
+	cfg.Trace = label
+	wo := sim.WorkloadOptions{PeakRPS: peakRPS, Duration: d, SLOTarget: 0.95, Seed: 1}
+	return runVariants(ctx, profileDir, traces, wo, cfg, keepVariants(inflessVariants(), names, "uniform"))
+}
+
+// runVariants runs each variant on a fresh OSVT + Q&A workload (sim.OSVTQA) in the cluster cfg
+// describes, in order.
+func runVariants(ctx context.Context, profileDir string, traces []string, wo sim.WorkloadOptions, cfg sim.ClusterConfig, variants []inflessVariant) ([]InflessTableRun, error) {
 	var out []InflessTableRun
-	for _, v := range keepVariants(inflessVariants(), names, "uniform") {
-		fns, err := sim.LoadWorkload(profileDir, traces, sim.OSVTQA, sim.WorkloadOptions{PeakRPS: peakRPS, Duration: d, SLOTarget: 0.95, Seed: 1})
+	for _, v := range variants {
+		fns, err := sim.LoadWorkload(profileDir, traces, sim.OSVTQA, wo)
 		if err != nil {
 			return out, err
 		}
@@ -81,8 +90,6 @@ func InflessTable(ctx context.Context, profileDir string, traces []string, names
 		if err != nil {
 			return out, err
 		}
-		cfg := sim.DefaultClusterConfig()
-		cfg.Trace = label
 		r, err := sim.RunCluster(ctx, cfg, fns, p)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", v.name, err)

@@ -118,26 +118,11 @@ func inflessLoadExperiment(ctx context.Context, o Options, w io.Writer) error {
 // InflessLoad runs every variant on one trace set at one peak on the busy-load cluster
 // (LoadClusterServers), in order.
 func InflessLoad(ctx context.Context, profileDir string, paths []string, set string, from, dur time.Duration, peak float64, variants []inflessVariant) ([]InflessTableRun, error) {
-	var out []InflessTableRun
-	for _, v := range variants {
-		fns, err := sim.LoadWorkload(profileDir, paths, sim.OSVTQA, sim.WorkloadOptions{PeakRPS: peak, From: from, Duration: dur, SLOTarget: 0.95, Seed: 1})
-		if err != nil {
-			return out, err
-		}
-		p, err := v.mk()
-		if err != nil {
-			return out, err
-		}
-		cfg := sim.DefaultClusterConfig()
-		cfg.Servers = LoadClusterServers
-		cfg.Trace = fmt.Sprintf("%s peak %.0f", set, peak)
-		r, err := sim.RunCluster(ctx, cfg, fns, p)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", v.name, err)
-		}
-		out = append(out, InflessTableRun{v.name, r})
-	}
-	return out, nil
+	cfg := sim.DefaultClusterConfig()
+	cfg.Servers = LoadClusterServers
+	cfg.Trace = fmt.Sprintf("%s peak %.0f", set, peak)
+	wo := sim.WorkloadOptions{PeakRPS: peak, From: from, Duration: dur, SLOTarget: 0.95, Seed: 1}
+	return runVariants(ctx, profileDir, paths, wo, cfg, variants)
 }
 
 // writeLoadTable prints the busy-cluster table, with the default infless policy's per-function
