@@ -23,19 +23,8 @@ import (
 // internal/planner, internal/admission and internal/slomon; this file only wires them.
 
 func init() {
-	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
+	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Caps: policy.CapsBatchPerType, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
 }
-
-// DefaultBouncerMarginDivisor sets the mark policy's default Bouncer margin: RT_max / 20.
-// The Bouncer compares a mean estimate of the finish time with the deadline, so a request
-// estimated to finish just in time misses about half the time. 5 % of RT_max covers three
-// standard deviations of the slowest instance's service time at the 5 % variation VMs show
-// (3 × 0.05 × 211 ms for c5.large) and part of the error of treating the fleet as one queue
-// draining at Σμ* (p2.xlarge batches and c5.large singles share it). With no margin these late
-// admissions were most of the misses: 97.9 % attainment on the bursty burst300-2 trace (MArk
-// §5.1 setting) against 99.3 % with 30 ms, at the same cost; on Twitter and fn4 the margin
-// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/markscale.md).
-const DefaultBouncerMarginDivisor = 20
 
 // Options configures the mark policy (policies.mark in a sim config).
 type Options struct {
@@ -77,10 +66,6 @@ type Options struct {
 	Window         int           `yaml:"window"`
 	// MaxInstances bounds one plan's instances (default planner.DefaultMaxInstances).
 	MaxInstances int `yaml:"max_instances"`
-	// BouncerMargin is taken off every deadline before the Bouncer's check (MArk §4.1,
-	// admission.Config.Margin); the mark policy's default is RT_max / 20, 30 ms at 600 ms
-	// (DefaultBouncerMarginDivisor says why).
-	BouncerMargin time.Duration `yaml:"bouncer_margin"`
 }
 
 // ResolvePaths makes ForecastModel relative to the config file.
@@ -115,7 +100,6 @@ func DefaultOptions(env policy.Env) Options {
 		SLOMonitor: slomon.DefaultConfig(), SampleInterval: mc.SampleInterval, Unit: mc.Unit, Window: mc.Window,
 		MaxInstances: planner.DefaultMaxInstances}
 	o.SLOMonitor.Target = env.SLO.Target
-	o.BouncerMargin = env.SLO.Threshold / DefaultBouncerMarginDivisor
 	return o
 }
 
@@ -123,9 +107,6 @@ func DefaultOptions(env policy.Env) Options {
 func NewOptions(env policy.Env, o Options) (policy.Model, error) { return newWith(env, o, nil) }
 
 func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, error) {
-	if o.BouncerMargin < 0 || (env.SLO.Threshold > 0 && o.BouncerMargin >= env.SLO.Threshold) {
-		return policy.Model{}, fmt.Errorf("mark.bouncer_margin: must be in [0, RT_max %v), got %v", env.SLO.Threshold, o.BouncerMargin)
-	}
 	if !(o.BatchBudget > 0 && o.BatchBudget <= 1) {
 		return policy.Model{}, fmt.Errorf("mark.batch_budget: must be in (0, 1], got %v", o.BatchBudget)
 	}
@@ -174,7 +155,7 @@ func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, e
 	}
 	sc, err := markscale.New(markscale.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
 		Monitor: mc, Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
-		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.Config{Margin: o.BouncerMargin}})
+		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.DefaultConfig()})
 	if err != nil {
 		return policy.Model{}, err
 	}
@@ -199,9 +180,12 @@ func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, e
 
 // spec returns the launch spec of a planned type, with its own batch size.
 
-// route is the Bouncer: admit to the VM tier when the fleet finishes in time, else spill.
+// Route is the Bouncer (MArk §4.1): admit to the VM tier when the fleet finishes in time, else
+// spill to the serverless tier. "In time" is the one admission estimator's verdict
+// (v.Admission: admission.Admit, the live gateway's rule, on a cost learned from the batches
+// seen) rather than the profile's service times.
 func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
-	if m.Admit(v.QueueLen, v.Slots, v.FreeSlots, r.Deadline, now) {
+	if v.Admission.Admit {
 		return policy.RouteVM
 	}
 	return policy.RouteServerless

@@ -47,7 +47,7 @@ import (
 // queue).
 
 func init() {
-	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
+	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Caps: policy.CapsBatchPerType | policy.CapsScaleToZero, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
 }
 
 // Options configures the sloserve policy (policies.sloserve in a sim config).
@@ -172,7 +172,7 @@ const (
 // DefaultOptions returns sloserve's defaults (see Options) for env.
 func DefaultOptions(env policy.Env) Options {
 	mo := mark.DefaultOptions(env)
-	mo.Headroom, mo.CoolDown, mo.BouncerMargin = 1.0, 2*time.Minute, 0
+	mo.Headroom, mo.CoolDown = 1.0, 2*time.Minute
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
 	return Options{Mark: mo, MinInstances: 1, KeepAliveUnit: time.Minute, Hysteresis: DefaultHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
@@ -571,6 +571,8 @@ func (s *modelPolicy) route(r policy.Request, v policy.TierView, now time.Time) 
 	switch {
 	case s.mark == nil || (s.tier == TierServerless && s.hasSL):
 		return policy.RouteServerless
+	case !s.hasSL && !v.Admission.Admit:
+		return policy.RouteReject // nothing to spill to: the live 429
 	case !s.hasSL:
 		return policy.RouteVM
 	}
