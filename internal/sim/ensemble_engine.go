@@ -11,14 +11,9 @@ import (
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/policy/cocktail"
 	"github.com/sloserve/sloserve/internal/slo"
 )
-
-// DefaultReactiveStep is how much the reactive path grows a pool that saw SLO violations in the
-// last control period: 25 % more slots (Cocktail §4.2.2 spawns instances "based on aggregate
-// resource utilization" without a figure; a quarter adds at least one instance to small pools
-// without doubling large ones).
-const DefaultReactiveStep = 0.25
 
 // Event kinds of the ensemble loop (its own heap; the values need not differ from Run's).
 const (
@@ -313,7 +308,7 @@ func (e *eEngine) setup() error {
 		rate = w.PeakRPS
 	}
 	for i, p := range e.pools {
-		need := pol.slots(rate*share[i], p.m.Latency, e.cfg.SLO.Threshold)
+		need := pol.PoolSlots(rate*share[i], p.m.Latency, e.cfg.SLO.Threshold)
 		if pol.Scaling == ScaleStaticPeak {
 			p.static = need
 		}
@@ -845,58 +840,47 @@ func (e *eEngine) control() {
 	}
 }
 
-// scale sizes every pool (Alg. 2, §4.2.1–4.2.2): the load L_p = max(predicted peak, recent
-// peak, current rate) times the pool's importance weight (popularity over 5 min) is the pool's
-// offered load; slots = R + β√R; when sub-requests of the pool started too late to vote in time
-// during the last period (SLO violations, sampled every 10 s), the reactive path asks for
-// DefaultReactiveStep more slots than the pool has;
-// missing slots are procured at least cost; instances idle for the idle timeout are recycled
-// when the rest still covers the need. Static pools only replace lost capacity.
+// scale sizes every pool by Cocktail's Alg. 2 (policy/cocktail's Sizing.Size, the pure
+// decision any runtime can drive): the load L_p = max(predicted peak, recent peak, current rate)
+// times the pool's importance weight (popularity over 5 min) is the pool's offered load; a pool
+// whose sub-requests started too late to vote in time during the last period grows by the
+// reactive step; missing slots are procured at least cost; instances idle for the idle timeout
+// are recycled when the rest still covers the need. Static pools only replace lost capacity.
 func (e *eEngine) scale(rate float64) {
 	var weights map[string]float64
 	lp := max(e.predicted, e.recentPeak, rate)
 	if e.pol.Scaling == ScaleWeighted {
 		weights = e.pop.Weights(e.t(e.now))
 	}
-	idle := int64(e.pol.Ensemble.IdleTimeout)
+	sz := e.pol.Sizing()
+	now := e.t(e.now)
 	for i, p := range e.pools {
-		have := 0
+		cp := cocktail.Pool{Model: p.m, Weight: weights[p.m.Name], Static: p.static, Late: p.late > 0}
 		for _, k := range p.insts {
-			if in := &e.insts[k]; !in.dead && !in.notified {
-				have += in.slots
+			in := &e.insts[k]
+			if in.dead {
+				continue
+			}
+			cp.Instances = append(cp.Instances, cocktail.Instance{ID: strconv.Itoa(k), Slots: in.slots, Busy: in.busy,
+				Accepting: in.accepting, Notified: in.notified, IdleSince: e.t(in.idleSince)})
+		}
+		for _, ty := range e.types {
+			if s := e.slotsOn(p, ty); s > 0 {
+				cp.Types = append(cp.Types, ensemble.InstanceType{Name: ty.name, CostPerHour: e.price(ty), PackingFactor: float64(s)})
 			}
 		}
-		var need float64
-		if e.pol.Scaling == ScaleStaticPeak {
-			need = p.static
-		} else {
-			need = e.pol.slots(lp*weights[p.m.Name], p.m.Latency, e.cfg.SLO.Threshold)
-			if p.late > 0 {
-				need = max(need, math.Ceil(float64(have)*(1+DefaultReactiveStep)))
-			}
-		}
-		if err := e.procure(i, need, false); err != nil {
+		d, err := sz.Size(cp, lp, e.cfg.SLO.Threshold, now)
+		if err != nil {
 			e.err = err
 			return
 		}
-		if e.pol.Scaling == ScaleStaticPeak {
-			continue
+		for range d.Procurement.Count {
+			e.launch(i, e.typeIdx[d.Procurement.Type], false)
 		}
-		have = 0
-		for _, k := range p.insts {
-			if in := &e.insts[k]; !in.dead && !in.notified {
-				have += in.slots
-			}
-		}
-		for j := 0; j < len(p.insts); j++ {
-			k := p.insts[j]
-			in := &e.insts[k]
-			if in.accepting && in.busy == 0 && e.now-in.idleSince >= idle && float64(have-in.slots) >= need {
-				have -= in.slots
-				e.terms++
-				e.end(k)
-				j--
-			}
+		for _, id := range d.Terminate {
+			k, _ := strconv.Atoi(id)
+			e.terms++
+			e.end(k)
 		}
 	}
 }
