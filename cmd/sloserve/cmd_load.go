@@ -48,7 +48,7 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	if err := spec.Validate(); err != nil {
 		return usagef("load: --slo-ms/--slo-target: %v", err)
 	}
-	payloads, err := samplePayloads(*model)
+	payloads, err := samplePayloads(*model, 1)
 	if err != nil {
 		return usagef("load: --model: %v", err)
 	}
