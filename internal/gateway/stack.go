@@ -202,6 +202,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
 				MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
 			grpc.StatsHandler(grpcConnStats{conns}), // (grpc-go shares write buffers by default: an idle connection holds none)
+			// Request ids, trace context and the access log, as telemetry.Middleware on REST.
+			grpc.ChainUnaryInterceptor(telemetry.UnaryServerInterceptor(telemetry.AccessLogOptions{Logger: log,
+				SampleRatio: gc.AccessLogSample, Tracing: opts.Tracing})),
 		}
 		if gc.TLSCert != "" { // the REST endpoint's certificate serves gRPC too
 			creds, cerr := grpcTLS(gc.TLSCert, gc.TLSKey)
