@@ -11,6 +11,7 @@ import (
 	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -29,8 +30,20 @@ func demoController(cfg *config.Config, m *config.Model, name string, workerRPS 
 	c := &cfg.Controller
 	c.Policy = name
 	c.SampleInterval = time.Second
-	c.Unit, c.Lookahead, c.CoolDown = demoCtlUnit, demoCtlUnit, demoCtlCoolDown
-	c.SLOWindow = 200
+	c.Unit = demoCtlUnit
+	// The demo's cool-down (two units) and SLO window, in each policy's own options (the
+	// live preset's are six units and 500 requests).
+	cd := demoCtlCoolDown
+	sections := map[string]string{
+		"mark":      fmt.Sprintf("{cool_down: %v, slo_monitor: {window: 200}}", cd),
+		"sloserve":  fmt.Sprintf("{mark: {cool_down: %v, slo_monitor: {window: 200}}}", cd),
+		"sagemaker": fmt.Sprintf("{tracking: {scale_in_cooldown: %v}}", cd),
+		"infless":   fmt.Sprintf("{scale_down_after: %v}", cd),
+	}
+	cfg.Policies = policy.Sections{}
+	for k, v := range sections {
+		_ = cfg.Policies.Set(k, v) // constant, well-formed mappings
+	}
 	c.MinInstances, c.MaxInstances = 1, max(demoCtlMax, m.Instances)
 	m.InstanceType.RPS = workerRPS
 	m.InstanceType.LaunchDelay = time.Second

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
@@ -42,6 +43,10 @@ type Config struct {
 	Ensembles []Ensemble `yaml:"ensembles"`
 	// Controller sizes each model's fleet.
 	Controller Controller `yaml:"controller"`
+	// Policies holds policy options keyed by registered policy name, in the same schema as a
+	// sim config's policies section (docs/config.md, "One options schema"): the one for
+	// controller.policy applies, over the live preset.
+	Policies policy.Sections `yaml:"policies"`
 }
 
 // Gateway configures the gateway's listener, timeouts and limits.
@@ -179,10 +184,20 @@ type Model struct {
 
 // SLO is a latency objective as written in the file.
 type SLO struct {
-	// ThresholdMS is the latency bound in milliseconds; a request's deadline is arrival + it.
+	// Threshold is the latency bound (duration); a request's deadline is arrival + it. The same
+	// field, name and unit as a sim config's slo.threshold; when set it replaces threshold_ms.
+	Threshold time.Duration `yaml:"threshold"`
+	// ThresholdMS is the latency bound in milliseconds (the older spelling of threshold).
 	ThresholdMS float64 `yaml:"threshold_ms"`
 	// Target is the fraction of requests, in (0, 1], that must meet the threshold.
 	Target float64 `yaml:"target"`
+}
+
+// normalize makes threshold, when set, the threshold in milliseconds too.
+func (s *SLO) normalize() {
+	if s.Threshold > 0 {
+		s.ThresholdMS = float64(s.Threshold) / float64(time.Millisecond)
+	}
 }
 
 // Spec converts s to an slo.Spec.
@@ -339,11 +354,14 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("workers.runtime: must be native or onnxruntime, got %q", c.Workers.Runtime)
 	}
+	if err := c.Policies.Check(policy.PortModel, policy.PortCluster); err != nil {
+		return err
+	}
 	if err := c.Controller.Validate(); err != nil {
 		return err
 	}
-	if c.Controller.Policy == ControllerINFless && c.Provider.Kind == ProviderKubernetes {
-		return errors.New("controller.policy: infless places instances on controller.cluster's servers, which only provider.kind local accounts for")
+	if port, name, _ := PolicyName(c.Controller.Policy); c.Provider.Kind == ProviderKubernetes && needsServers(port, name) {
+		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", name)
 	}
 	if len(c.Models) == 0 && c.ModelRepository == "" {
 		return errors.New("models: at least one model is required (or a model_repository)")
@@ -384,6 +402,8 @@ func (c Config) Validate() error {
 // validate checks a model's settings other than its name; p prefixes the field names.
 func (m Model) validate(p string) error {
 	switch {
+	case m.SLO.Threshold < 0:
+		return fmt.Errorf("%s.slo.threshold: must be > 0, got %v", p, m.SLO.Threshold)
 	case !(m.SLO.ThresholdMS > 0):
 		return fmt.Errorf("%s.slo.threshold_ms: must be > 0, got %v", p, m.SLO.ThresholdMS)
 	case !(m.SLO.Target > 0 && m.SLO.Target <= 1):
@@ -420,6 +440,7 @@ func DecodeModel(data []byte, name string) (Model, error) {
 	if err := strictDecode(data, &m); err != nil {
 		return Model{}, err
 	}
+	m.SLO.normalize()
 	if m.Name != name {
 		return Model{}, fmt.Errorf("name: %q differs from the model's directory %q", m.Name, name)
 	}
@@ -447,16 +468,20 @@ func Decode(r io.Reader) (Config, error) {
 	// strictly, over DefaultModel.
 	c := Default()
 	raw := struct {
-		Gateway    *Gateway       `yaml:"gateway"`
-		Provider   *Provider      `yaml:"provider"`
-		Workers    *Workers       `yaml:"workers"`
-		Models     []yaml.Node    `yaml:"models"`
-		Ensembles  []yaml.Node    `yaml:"ensembles"`
-		Controller *Controller    `yaml:"controller"`
-		Repository *string        `yaml:"model_repository"`
-		Poll       *time.Duration `yaml:"model_repository_poll"`
+		Gateway    *Gateway         `yaml:"gateway"`
+		Provider   *Provider        `yaml:"provider"`
+		Workers    *Workers         `yaml:"workers"`
+		Models     []yaml.Node      `yaml:"models"`
+		Ensembles  []yaml.Node      `yaml:"ensembles"`
+		Controller *Controller      `yaml:"controller"`
+		Repository *string          `yaml:"model_repository"`
+		Poll       *time.Duration   `yaml:"model_repository_poll"`
+		Policies   *policy.Sections `yaml:"policies"`
 	}{Gateway: &c.Gateway, Provider: &c.Provider, Workers: &c.Workers, Controller: &c.Controller, Repository: &c.ModelRepository,
-		Poll: &c.RepositoryPoll}
+		Poll: &c.RepositoryPoll, Policies: &c.Policies}
+	if err := movedControllerKeys(data); err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
 	if err := strictDecode(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
@@ -470,6 +495,7 @@ func Decode(r io.Reader) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("parse config: models[%d]: %w", i, err)
 		}
+		m.SLO.normalize()
 		c.Models = append(c.Models, m)
 	}
 	if c.Ensembles, err = decodeEnsembles(raw.Ensembles); err != nil {
@@ -508,4 +534,38 @@ func strictDecode(data []byte, v any) error {
 		return err
 	}
 	return nil
+}
+
+// movedKeys are the controller keys that moved to a policy's options (one schema with the
+// simulator), with their new place.
+var movedKeys = map[string]string{
+	"window":       "policies.<policy>.window (mark; sloserve: policies.sloserve.mark.window)",
+	"lookahead":    "policies.<policy>.lookahead (mark; sloserve: policies.sloserve.mark.lookahead)",
+	"headroom":     "policies.<policy>.headroom (mark; sloserve: policies.sloserve.mark.headroom)",
+	"cool_down":    "policies.<policy>: mark.cool_down, sagemaker.tracking.scale_in_cooldown, infless.scale_down_after",
+	"forecaster":   "policies.<policy>.forecaster (mark; sloserve: policies.sloserve.mark.forecaster)",
+	"slo_window":   "policies.<policy>.slo_monitor.window (mark; sloserve: policies.sloserve.mark.slo_monitor.window)",
+	"batch_budget": "policies.<policy>.batch_budget (mark; sloserve: policies.sloserve.mark.batch_budget)",
+}
+
+// movedControllerKeys names a controller key that moved to policies.<policy>, with where it went.
+func movedControllerKeys(data []byte) error {
+	var doc struct {
+		Controller map[string]yaml.Node `yaml:"controller"`
+	}
+	if yaml.Unmarshal(data, &doc) != nil {
+		return nil // the strict decode reports it
+	}
+	for k := range doc.Controller {
+		if to, ok := movedKeys[k]; ok {
+			return fmt.Errorf("controller.%s: moved to %s (docs/config.md, \"One options schema\")", k, to)
+		}
+	}
+	return nil
+}
+
+// needsServers reports whether a registered policy needs a cluster of servers (its Needs flag).
+func needsServers(port policy.Port, name string) bool {
+	s, ok := policy.Lookup(port, name)
+	return ok && s.Needs&policy.NeedsServers != 0
 }

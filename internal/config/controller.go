@@ -5,22 +5,27 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/policy"
+	_ "github.com/sloserve/sloserve/internal/policy/builtin" // the registered policies
 )
 
-// Controller policies (Controller.Policy).
+// Controller policies (Controller.Policy): registered names (internal/policy), and two aliases.
 const (
-	// ControllerSloserve is sloserve's combined live policy (controller.Sloserve): MArk's planner
-	// sizes a model's fleet while it has traffic, INFless's LSTH keep-alive decides when an idle
-	// model's instances go (down to min_instances, which may be 0) and when they are pre-warmed.
-	// The default.
+	// ControllerSloserve is sloserve's combined policy (policy/sloserve): MArk's planner sizes a
+	// model's fleet while it has traffic; without a serverless tier (the live providers have
+	// none) and with min_instances 0, INFless's LSTH keep-alive decides when an idle model's
+	// instances go and when they are pre-warmed. The default.
 	ControllerSloserve = "sloserve"
-	// ControllerNone keeps each model's configured instance count (autoscale.Static).
+	// ControllerNone keeps each model's configured instance count: the fixed policy with
+	// count = instances (an alias).
 	ControllerNone = "none"
-	// ControllerMark is MArk's predictive planner (internal/autoscale/mark).
+	// ControllerMark is MArk's predictive planner (policy/mark).
 	ControllerMark = "mark"
-	// ControllerTargetTracking is SageMaker-style target tracking (autoscale.TargetTracking).
+	// ControllerTargetTracking is SageMaker-style target tracking: the sagemaker policy (an
+	// alias).
 	ControllerTargetTracking = "target-tracking"
-	// ControllerKnative is Knative's concurrency autoscaler (autoscale.KPA).
+	// ControllerKnative is Knative's concurrency autoscaler (policy/baseline's knative).
 	ControllerKnative = "knative"
 	// ControllerINFless is INFless live (controller.INFless): the simulator's INFless cluster
 	// policy — α-band dispatch and scaling, Alg. 1 placement of per-instance ⟨b, c, g⟩ on
@@ -28,9 +33,37 @@ const (
 	ControllerINFless = "infless"
 )
 
-// ControllerPolicies lists the accepted Controller.Policy values.
+// PolicyName returns the registered name and port of a controller.policy value: the aliases
+// none (fixed) and target-tracking (sagemaker) resolved, a model policy before a cluster one
+// unless the model registration needs servers (then the live world runs the cluster one).
+func PolicyName(p string) (policy.Port, string, bool) {
+	switch p {
+	case ControllerNone:
+		p = "fixed"
+	case ControllerTargetTracking:
+		p = "sagemaker"
+	}
+	// A model registration that needs servers points at the cluster world (INFless's).
+	if s, ok := policy.Lookup(policy.PortModel, p); ok && s.Needs&policy.NeedsServers == 0 {
+		return policy.PortModel, p, true
+	}
+	if _, ok := policy.Lookup(policy.PortCluster, p); ok {
+		return policy.PortCluster, p, true
+	}
+	return "", p, false
+}
+
+// ControllerPolicies lists the accepted Controller.Policy values: the aliases and every
+// registered model and cluster policy.
 func ControllerPolicies() []string {
-	return []string{ControllerSloserve, ControllerNone, ControllerMark, ControllerTargetTracking, ControllerKnative, ControllerINFless}
+	out := []string{ControllerNone, ControllerTargetTracking}
+	out = append(out, policy.Names(policy.PortModel)...)
+	for _, n := range policy.Names(policy.PortCluster) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Live controller defaults. MArk's own settings (P_s/P_u/P_w = 5 s / 1 min / 60, τ = 5 min,
@@ -42,18 +75,6 @@ const (
 	DefaultControllerSample = time.Second
 	// DefaultControllerUnit is P_u, the planning unit.
 	DefaultControllerUnit = 5 * time.Second
-	// DefaultControllerWindow is P_w, in units (one minute ahead).
-	DefaultControllerWindow = 12
-	// DefaultControllerLookahead is τ: a local worker is ready within one unit.
-	DefaultControllerLookahead = 5 * time.Second
-	// DefaultControllerHeadroom is MArk's 1.2× (mark-constants.json Times_headroom).
-	DefaultControllerHeadroom = 1.2
-	// DefaultControllerCoolDown is how long an instance stays surplus before it is terminated
-	// (MArk's six plans, on the live unit: 6 × 5 s).
-	DefaultControllerCoolDown = 30 * time.Second
-	// DefaultControllerSLOWindow is M of the SLO monitor, in requests (MArk: 1000 at cloud rates;
-	// a live demo sees a few hundred requests per second).
-	DefaultControllerSLOWindow = 500
 	// DefaultControllerMaxInstances bounds each model's fleet (instances).
 	DefaultControllerMaxInstances = 8
 	// DefaultLocalPricePerHour is the nominal price of one local worker, in USD/hour: half of an
@@ -66,37 +87,26 @@ const (
 
 // Controller configures the control loop that sizes each model's fleet.
 type Controller struct {
-	// Policy is the scaler: sloserve (the default: MArk's planner + LSTH keep-alive), none (static
-	// count), mark, target-tracking, knative or infless (INFless live on controller.cluster).
+	// Policy is the scaling policy, by its registered name (internal/policy; `sloserve sim
+	// --list-policies`): sloserve (the default: MArk's planner + LSTH keep-alive), mark,
+	// sagemaker (target tracking), knative, fixed, mlproxy, or infless (INFless live on
+	// controller.cluster). "none" is fixed at each model's configured instance count and
+	// "target-tracking" is sagemaker. Its options are policies.<policy>, the same schema as a
+	// sim config's (docs/config.md, "One options schema").
 	Policy string `yaml:"policy"`
-	// SampleInterval is the loop's period and MArk's P_s (duration).
-	SampleInterval time.Duration `yaml:"sample_interval"`
-	// Unit is MArk's P_u, the planning unit, a multiple of sample_interval (duration); also the
-	// target-tracking metric period.
-	Unit time.Duration `yaml:"unit"`
-	// Window is MArk's P_w, how many units are forecast (units).
-	Window int `yaml:"window"`
-	// Lookahead is MArk's τ: forecast steps that end sooner are left to reactive measures
+	// SampleInterval is the loop's period and the policies' sampling period (MArk's P_s)
 	// (duration).
-	Lookahead time.Duration `yaml:"lookahead"`
-	// Headroom multiplies the forecast before it is covered (factor ≥ 1).
-	Headroom float64 `yaml:"headroom"`
-	// CoolDown is how long an instance stays surplus before it is terminated; also the
-	// target-tracking scale-in cool-down (duration).
-	CoolDown time.Duration `yaml:"cool_down"`
-	// Forecaster names the forecasting method (internal/forecast: naive, ewma, holt-winters, ar,
-	// lstm).
-	Forecaster string `yaml:"forecaster"`
-	// SLOWindow is M of MArk's SLO monitor (requests).
-	SLOWindow int `yaml:"slo_window"`
+	SampleInterval time.Duration `yaml:"sample_interval"`
+	// Unit is the live clock's planning unit, a multiple of sample_interval (duration): it
+	// stands for the papers' one minute. The live preset (docs/config.md) derives each
+	// policy's time parameters from it: MArk's P_u = unit, P_w = 1 min of units, τ = one unit,
+	// cool-down 6 units; target tracking's metric period; LSTH's bins.
+	Unit time.Duration `yaml:"unit"`
 	// MinInstances and MaxInstances bound each model's fleet (instances). Only sloserve and
 	// infless go below one instance, when min_instances is 0 and LSTH's keep-alive windows have
 	// passed; the other autoscalers keep at least one.
 	MinInstances int `yaml:"min_instances"`
 	MaxInstances int `yaml:"max_instances"`
-	// BatchBudget is the fraction of the SLO threshold given to batching when MArk tunes an
-	// instance type (fraction in (0, 1]).
-	BatchBudget float64 `yaml:"batch_budget"`
 	// Cluster is the servers the infless policy places instances on (the local provider accounts
 	// for them); other policies ignore it.
 	Cluster Cluster `yaml:"cluster"`
@@ -140,38 +150,27 @@ func (c Cluster) validate() error {
 // DefaultController returns the sloserve controller with the live defaults above.
 func DefaultController() Controller {
 	return Controller{Policy: ControllerSloserve, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
-		Window: DefaultControllerWindow, Lookahead: DefaultControllerLookahead, Headroom: DefaultControllerHeadroom,
-		CoolDown: DefaultControllerCoolDown, Forecaster: "ewma", SLOWindow: DefaultControllerSLOWindow,
-		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, BatchBudget: 0.5, Cluster: DefaultCluster()}
+		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, Cluster: DefaultCluster()}
+}
+
+func validPolicy(p string) bool {
+	_, _, ok := PolicyName(p)
+	return ok
 }
 
 // Validate reports the first field that is out of range, naming it and its value.
 func (c Controller) Validate() error {
 	switch {
-	case !slices.Contains(ControllerPolicies(), c.Policy):
+	case !validPolicy(c.Policy):
 		return fmt.Errorf("controller.policy: must be one of %v, got %q", ControllerPolicies(), c.Policy)
 	case c.SampleInterval <= 0:
 		return fmt.Errorf("controller.sample_interval: must be > 0, got %v", c.SampleInterval)
 	case c.Unit < c.SampleInterval || c.Unit%c.SampleInterval != 0:
 		return fmt.Errorf("controller.unit: must be a positive multiple of sample_interval %v, got %v", c.SampleInterval, c.Unit)
-	case c.Window <= 0 || c.Window > 10000:
-		return fmt.Errorf("controller.window: must be in [1, 10000], got %d", c.Window)
-	case c.Lookahead < 0:
-		return fmt.Errorf("controller.lookahead: must be ≥ 0, got %v", c.Lookahead)
-	case !(c.Headroom >= 1 && c.Headroom <= 100):
-		return fmt.Errorf("controller.headroom: must be in [1, 100], got %v", c.Headroom)
-	case c.CoolDown < 0:
-		return fmt.Errorf("controller.cool_down: must be ≥ 0, got %v", c.CoolDown)
-	case c.Forecaster == "":
-		return fmt.Errorf("controller.forecaster: must not be empty")
-	case c.SLOWindow <= 0:
-		return fmt.Errorf("controller.slo_window: must be > 0, got %d", c.SLOWindow)
 	case c.MinInstances < 0:
 		return fmt.Errorf("controller.min_instances: must be ≥ 0, got %d", c.MinInstances)
 	case c.MaxInstances < max(c.MinInstances, 1) || c.MaxInstances > 1000:
 		return fmt.Errorf("controller.max_instances: must be in [max(min_instances, 1), 1000], got %d", c.MaxInstances)
-	case !(c.BatchBudget > 0 && c.BatchBudget <= 1):
-		return fmt.Errorf("controller.batch_budget: must be in (0, 1], got %v", c.BatchBudget)
 	}
 	return c.Cluster.validate()
 }

@@ -62,6 +62,9 @@ type Model struct {
 	PricePerHour float64
 	// Min and Max bound the number of launching and ready instances (Max 0: no bound).
 	Min, Max int
+	// MaxBatch, when > 0, is the largest batch a launched instance takes (the instance type's
+	// max_batch): a policy's per-type batch size is clamped to it.
+	MaxBatch int
 	// PolicyBatch clears the MaxBatch of launched specs: the model's batching policy alone
 	// bounds each instance's batches (used when the scaler's per-type batch size is an artifact
 	// of a configured rate rather than a measured curve).
@@ -211,12 +214,8 @@ func (c *Controller) Step(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("controller: list instances: %w", err)
 	}
-	sort.Slice(insts, func(i, j int) bool {
-		if !insts[i].Launched.Equal(insts[j].Launched) {
-			return insts[i].Launched.Before(insts[j].Launched)
-		}
-		return insts[i].ID < insts[j].ID
-	})
+	// Launch order, as the simulator lists its fleet; ties keep the provider's order.
+	sort.SliceStable(insts, func(i, j int) bool { return insts[i].Launched.Before(insts[j].Launched) })
 	var errs []error
 	for _, m := range c.models {
 		if err := c.stepModel(ctx, m, insts, now); err != nil {
@@ -277,7 +276,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 	if pl, ok := c.prov.(Placer); ok {
 		snap.Cluster = pl.Cluster() // after the previous models' launches: the provider allocates at Launch
 	}
-	d := m.Scaler.Scale(snap, now)
+	d := m.Scaler.Scale(snap, now) // the first Step asks with no history, as the simulator's start does
 	launching, ready := autoscale.Snapshot{Fleet: fleet}.Counts("")
 	live := launching + ready
 	// Bounds: never above Max, never below Min.
@@ -310,6 +309,9 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		}
 		if sp.Tier == "" {
 			sp.Tier = provider.TierVM
+		}
+		if m.MaxBatch > 0 && (sp.MaxBatch == 0 || sp.MaxBatch > m.MaxBatch) {
+			sp.MaxBatch = m.MaxBatch
 		}
 		if m.PolicyBatch {
 			sp.MaxBatch = 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
@@ -190,16 +191,19 @@ func (g *blockingGateway) RemoveInstance(ctx context.Context, model, id string) 
 // TestMarkScalesUpAndDown drives the live MArk scaler (the simulator's) through the controller on
 // a virtual clock: 40 req/s, then 400 req/s, then 40 req/s again, with instances of 100 req/s.
 func TestMarkScalesUpAndDown(t *testing.T) {
-	cfg := config.DefaultController()
-	cfg.Policy = config.ControllerMark
-	cfg.CoolDown = 10 * time.Second
+	cfg := config.Default()
+	cfg.Controller.Policy = config.ControllerMark
+	cfg.Policies = policy.Sections{}
+	if err := cfg.Policies.Set("mark", "{cool_down: 10s, headroom: 1.2}"); err != nil {
+		t.Fatal(err)
+	}
 	m := config.DefaultModel("m")
 	m.InstanceType.RPS = 100
 	curve, err := LocalCurve(100, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := NewModel(cfg, m, curve)
+	cm, err := NewModel(cfg, m, curve, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,17 +238,17 @@ func TestMarkScalesUpAndDown(t *testing.T) {
 		t.Errorf("instances at the end = %d, want ≤ 2 after the load fell back to 40 req/s; counts %v", end, counts)
 	}
 	v, _ := c.View("m")
-	if !v.HasForecast || v.Horizon != cfg.Unit {
+	if !v.HasForecast || v.Horizon != cfg.Controller.Unit {
 		t.Errorf("view has no forecast: %+v", v)
 	}
 }
 
 func BenchmarkStepMark(b *testing.B) {
-	cfg := config.DefaultController()
-	cfg.Policy = config.ControllerMark
+	cfg := config.Default()
+	cfg.Controller.Policy = config.ControllerMark
 	m := config.DefaultModel("m")
 	curve, _ := LocalCurve(100, 1, 0)
-	cm, err := NewModel(cfg, m, curve)
+	cm, err := NewModel(cfg, m, curve, time.Unix(0, 0))
 	if err != nil {
 		b.Fatal(err)
 	}

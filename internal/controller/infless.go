@@ -54,20 +54,30 @@ type INFless struct {
 // INFlessLiveOptions returns the INFless options the live controller runs: infless.DefaultOptions
 // without lending and spares (see INFless), case (iii) held for coolDown before a release
 // (controller.cool_down, whose default 30 s is INFless's 3 inactive ticks of 10 s), LSTH on the
-// controller's clock (LiveLSTHConfig(unit)) fed per unit.
+// controller's clock (keepalive.ScaledLSTHConfig(unit)) fed per unit.
 func INFlessLiveOptions(unit, coolDown time.Duration) inflesspol.Options {
 	o := inflesspol.DefaultOptions()
+	liveINFless(&o, unit, coolDown)
+	return o
+}
+
+// liveINFless sets the live world's settings (INFlessLiveOptions) on o.
+func liveINFless(o *inflesspol.Options, unit, coolDown time.Duration) {
 	o.Lend, o.Spare = false, false
 	o.ScaleDownAfter = coolDown
 	o.IdleUnit = unit
-	o.KeepAlive = func() (keepalive.Policy, error) { return keepalive.NewLSTH(LiveLSTHConfig(unit)) }
-	return o
+	o.KeepAlive = func() (keepalive.Policy, error) { return keepalive.NewLSTH(keepalive.ScaledLSTHConfig(unit)) }
 }
 
 // NewINFless returns INFless live for the model spec.Model, whose instances serve prof (the
 // measured latency per ⟨b, c, g⟩; INFless profile format) within slo. rateWindow is INFless's R
 // window (policy.DefaultRateWindow in the simulator).
 func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfile, rateWindow time.Duration, o inflesspol.Options) (*INFless, error) {
+	return newINFless("infless", spec, slo, prof, rateWindow, o)
+}
+
+// newINFless is NewINFless with the registered cluster policy name (infless or an ablation).
+func newINFless(name string, spec provider.Spec, slo time.Duration, prof profile.INFlessProfile, rateWindow time.Duration, o inflesspol.Options) (*INFless, error) {
 	if spec.Model == "" {
 		return nil, fmt.Errorf("infless: spec.model must not be empty")
 	}
@@ -77,7 +87,7 @@ func NewINFless(spec provider.Spec, slo time.Duration, prof profile.INFlessProfi
 	if len(prof.Points) == 0 {
 		return nil, fmt.Errorf("infless %s: the profile has no points", spec.Model)
 	}
-	p, err := policy.NewCluster("infless", &o) // the registry the simulator builds from too
+	p, err := policy.NewCluster(name, &o) // the registry the simulator builds from too
 	if err != nil {
 		return nil, fmt.Errorf("infless %s: %w", spec.Model, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,7 +32,7 @@ func newController(ctx context.Context, cfg config.Config, g *Gateway, prov prov
 		if err != nil {
 			return nil, err
 		}
-		cm, err := controller.NewModel(cfg.Controller, m, curve)
+		cm, err := controller.NewModel(cfg, m, curve, time.Now())
 		if err != nil {
 			return nil, err
 		}

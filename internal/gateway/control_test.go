@@ -13,6 +13,8 @@ import (
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/policy"
+	"github.com/sloserve/sloserve/internal/policy/sloserve"
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
@@ -126,7 +128,6 @@ func TestStartSloserveScalesToZero(t *testing.T) {
 	cfg.Controller.Policy = config.ControllerSloserve
 	cfg.Controller.SampleInterval = 10 * time.Millisecond
 	cfg.Controller.Unit = 50 * time.Millisecond
-	cfg.Controller.Lookahead = 50 * time.Millisecond
 	cfg.Controller.MinInstances = 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -168,7 +169,7 @@ func TestStartSloserveScalesToZero(t *testing.T) {
 	idle := time.Now()
 	waitFor("the idle worker to be released", func() bool {
 		ids, _ := st.Gateway.Instances("m")
-		return len(ids) == 0 && reasons()[controller.ReasonRelease]
+		return len(ids) == 0 && reasons()[sloserve.ReasonRelease]
 	})
 	if d := time.Since(idle); d < 10*time.Second {
 		t.Errorf("released after %v, want LSTH's 12 s fallback keep-alive", d)
@@ -185,7 +186,7 @@ func TestStartSloserveScalesToZero(t *testing.T) {
 			first = p.Reason
 		}
 	}
-	if !strings.HasPrefix(first, "sloserve: ") || first == controller.ReasonPreWarm {
+	if !strings.HasPrefix(first, "sloserve: ") || first == sloserve.ReasonPreWarm {
 		t.Errorf("first launch after the release: reason %q, want a cold start for the waiting request; reasons: %v", first, reasons())
 	}
 }
@@ -204,7 +205,11 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 	cfg := localStackConfig(m)
 	c := &cfg.Controller
 	c.Policy = config.ControllerINFless
-	c.SampleInterval, c.Unit, c.CoolDown = 100*time.Millisecond, 500*time.Millisecond, time.Second
+	c.SampleInterval, c.Unit = 100*time.Millisecond, 500*time.Millisecond
+	cfg.Policies = policy.Sections{}
+	if err := cfg.Policies.Set("infless", "{scale_down_after: 1s}"); err != nil {
+		t.Fatal(err)
+	}
 	c.MinInstances, c.MaxInstances = 0, 6
 	c.Cluster = config.Cluster{Servers: 2, CPU: 3}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -182,3 +182,16 @@ func (p *LSTH) mixWindows() Windows {
 	return Windows{PreWarm: mix(lw.PreWarm, sw.PreWarm), KeepAlive: mix(lw.KeepAlive, sw.KeepAlive),
 		Reason: fmt.Sprintf("γ=%.2g: long (%v, %v; %s), short (%v, %v; %s)", g, lw.PreWarm, lw.KeepAlive, lw.Reason, sw.PreWarm, sw.KeepAlive, sw.Reason)}
 }
+
+// ScaledLSTHConfig is DefaultLSTHConfig on a clock whose unit stands for INFless's one minute:
+// the one-minute bins, 4 h range and fallback and the 24 h / 1 h windows are scaled by unit / 1
+// min (the live controller's 5 s unit: 5 s bins, 20 min fallback keep-alive, 2 h and 5 min
+// windows); percentiles, margins and γ are the paper's. A unit of one minute is the paper's.
+func ScaledLSTHConfig(unit time.Duration) LSTHConfig {
+	c := DefaultLSTHConfig()
+	k := float64(unit) / float64(time.Minute)
+	scale := func(d time.Duration) time.Duration { return max(time.Duration(float64(d)*k), time.Millisecond) }
+	c.BinWidth, c.Range, c.Fallback = scale(c.BinWidth), scale(c.Range), scale(c.Fallback)
+	c.Long, c.Short = scale(c.Long), scale(c.Short)
+	return c
+}

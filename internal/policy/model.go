@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
@@ -87,6 +88,11 @@ type TierView struct {
 	// BatchTime is the service time of a MaxBatch batch on the slowest ready instance type
 	// (0 when none is ready).
 	BatchTime time.Duration
+	// Admission is the one admission estimator's verdict on the request (admission.Admit, the
+	// live gateway's rule): whether the VM tier finishes it before its deadline. A Router
+	// decides what a refusal means (spill to the serverless tier, or reject: the live 429);
+	// without a Router a refused request is rejected.
+	Admission admission.Verdict
 }
 
 // Backlog estimates how long a request admitted now waits before its batch starts service:

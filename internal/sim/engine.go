@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
@@ -78,6 +79,8 @@ type vmInst struct {
 
 type batchRec struct {
 	arr   []int64
+	exp   []int64 // admission's estimates of the requests' answers (VM batches)
+	est   float64 // admission's cost estimate of the batch at dispatch, ns
 	inst  int32
 	start int64
 	next  int32 // free list link
@@ -104,6 +107,10 @@ type engine struct {
 	// VM tier.
 	vmBatch   batching.Policy
 	vq        ring
+	vqExp     ring                // per queued request: admission's estimate of its answer (Verdict.Done), 0 if none
+	adm       admission.Estimator // the one admission estimator (the live gateway's), on the VM tier
+	estSum    float64             // Σ admission's cost estimate of the batches in flight at dispatch, ns
+	startSum  float64             // Σ their dispatch offsets, ns
 	types     []*vmType
 	typeIdx   map[string]int
 	insts     []vmInst
@@ -320,7 +327,9 @@ func (e *engine) loop() error {
 		case evSample:
 			e.tick()
 		case evScale:
-			if ev.at == e.scaleAt {
+			// A call asked for at a sample boundary is the tick's own (after the sample closes),
+			// as the live controller, which asks at samples only, makes it.
+			if ev.at == e.scaleAt && ev.at != e.off(e.sample.Start)+int64(e.cfg.SamplePeriod) {
 				e.scaleAt = -1
 				e.scale()
 			}
@@ -359,12 +368,17 @@ func (e *engine) arrive() {
 	e.sample.Arrivals++
 	e.perArr++
 	route := RouteVM
+	now := e.t(e.now)
+	v := e.view()
+	deadline := now.Add(e.cfg.SLO.Threshold)
+	v.Admission = admission.Admit(e.admissionFacts(v), deadline, now)
 	switch {
 	case e.pol.Router != nil:
-		now := e.t(e.now)
-		route = e.pol.Router.Route(Request{Arrival: now, Deadline: now.Add(e.cfg.SLO.Threshold)}, e.view(), now)
+		route = e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now)
 	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
 		route = RouteServerless
+	case !v.Admission.Admit:
+		route = RouteReject // the live gateway's 429
 	}
 	if route == RouteServerless && e.sl == nil {
 		route = RouteReject
@@ -373,6 +387,11 @@ func (e *engine) arrive() {
 	case RouteVM:
 		e.inSystem++
 		e.vq.push(e.now)
+		var exp int64
+		if !v.Admission.Done.IsZero() {
+			exp = e.off(v.Admission.Done)
+		}
+		e.vqExp.push(exp)
 		e.pumpVM()
 	case RouteServerless:
 		e.inSystem++
@@ -383,6 +402,17 @@ func (e *engine) arrive() {
 		e.sample.Missed++
 		e.perDone++
 	}
+}
+
+// admissionFacts are the one estimator's facts for a request arriving now (one row each): the
+// queue with it, the ready instances' slots and the batches in flight, whose time left is
+// estimated from admission's own cost estimate at dispatch (never the simulator's service
+// time), as the live gateway estimates it.
+func (e *engine) admissionFacts(v TierView) admission.Facts {
+	busy := min(e.busySlots, v.Slots)
+	left := max(e.estSum-(float64(e.busySlots)*float64(e.now)-e.startSum), 0)
+	return admission.Facts{Queued: e.vq.n + 1, Rows: 1, MaxBatch: e.mb, Slots: v.Slots, Busy: busy,
+		BusyLeft: time.Duration(left), Cost: e.adm.Cost(), Budget: e.cfg.SLO.Threshold, Margin: e.adm.Margin()}
 }
 
 // view returns the VM tier's state for a Router.
@@ -558,6 +588,8 @@ func (e *engine) pumpVM() {
 	for {
 		for e.vq.n > 0 && e.now-e.vq.front() > e.timeout {
 			e.vq.pop()
+			e.vqExp.pop()
+			e.adm.Outcome(true, e.t(e.now))
 			e.fail()
 		}
 		q := batching.Queue{Len: e.vq.n, Free: e.freeSlots}
@@ -650,10 +682,15 @@ func (e *engine) dispatchVM(n int) {
 	ty := e.types[in.typ]
 	b := e.newBatch()
 	br := &e.batches[b]
+	br.exp = br.exp[:0]
 	for range n {
 		br.arr = append(br.arr, e.vq.pop())
+		br.exp = append(br.exp, e.vqExp.pop())
 	}
 	br.inst, br.start = int32(i), e.now
+	br.est = float64(e.adm.Cost().Of(int64(n)))
+	e.estSum += br.est
+	e.startSum += float64(e.now)
 	svc := float64(ty.backend.Curve.ServiceTime(n)) * e.noise()
 	if bu := ty.it.Burst; bu != nil {
 		svc = e.burst(in, bu, svc)
@@ -694,6 +731,9 @@ func (e *engine) vmDone(b int32) {
 		e.freeSlots++
 	}
 	failed := in.ended != 0 && in.ended < e.now // reclaimed (spot) before the batch finished
+	e.estSum -= br.est
+	e.startSum -= float64(br.start)
+	e.admit(br, failed)
 	e.complete(br.arr, slo.TierVM, failed)
 	e.observe(e.vmBatch, br, failed)
 	e.releaseBatch(b)
@@ -701,6 +741,25 @@ func (e *engine) vmDone(b int32) {
 		e.end(i)
 	}
 	e.pumpVM()
+}
+
+// admit feeds a completed VM batch to the admission estimator as the live gateway does: its
+// round trip to the cost fit, each request's outcome to the miss controller (a deadline miss, or
+// an overrun of its estimate beyond the margin).
+func (e *engine) admit(br *batchRec, failed bool) {
+	now := e.t(e.now)
+	if !failed {
+		e.adm.Observe(int64(len(br.arr)), time.Duration(e.now-br.start))
+	}
+	for k, a := range br.arr {
+		arrival := e.t(a)
+		deadline := arrival.Add(e.cfg.SLO.Threshold)
+		var expect time.Time
+		if br.exp[k] != 0 {
+			expect = e.t(br.exp[k])
+		}
+		e.adm.Outcome(failed || now.After(deadline) || e.adm.BeyondMargin(expect, arrival, deadline, now), now)
+	}
 }
 
 func (e *engine) complete(arr []int64, tier slo.Tier, failed bool) {

@@ -180,35 +180,11 @@ func (c *FileConfig) LoadCatalog() (cost.Catalog, error) {
 }
 
 // Decoder returns the Env.Decode function for a policy's options.
-func (c *FileConfig) Decoder(policy string) func(v any) error {
-	return func(v any) error {
-		if c == nil {
-			return nil
-		}
-		n, ok := c.Policies[policy]
-		if !ok {
-			return nil
-		}
-		b, err := yaml.Marshal(&n)
-		if err != nil {
-			return fmt.Errorf("policies.%s: %w", policy, err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("policies.%s: %w", policy, err)
-		}
-		if r, ok := v.(pathResolver); ok {
-			r.ResolvePaths(c.path)
-		}
-		return nil
+func (c *FileConfig) Decoder(name string) func(v any) error {
+	if c == nil {
+		return func(any) error { return nil }
 	}
-}
-
-// pathResolver is implemented by policy options that name files: relative paths in a config
-// file are relative to the file's directory.
-type pathResolver interface {
-	ResolvePaths(resolve func(string) string)
+	return policy.Sections(c.Policies).Decoder(name, c.path)
 }
 
 // LoadModel builds the model profile the file describes (DefaultModel when it names none).

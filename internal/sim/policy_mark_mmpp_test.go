@@ -70,8 +70,8 @@ func mmppLSTM(t *testing.T) string {
 
 // TestMarkMMPP is MArk §5.2's MMPP experiment (Fig. 8) as a row of the MArk tables: MArk meets
 // SL_min on load its forecaster cannot predict — the Bouncer spills surges to the serverless
-// tier and the SLO monitor adds capacity — where SageMaker's target tracking, 2×
-// over-provisioned, misses it. docs/mark.md prints the table this logs.
+// tier and the SLO monitor adds capacity — at under half the cost of SageMaker's target
+// tracking, 2× over-provisioned, which attains less. docs/mark.md prints the table this logs.
 func TestMarkMMPP(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("4 h simulations (deterministic, single-goroutine: the race detector adds only time)")
@@ -112,8 +112,11 @@ func TestMarkMMPP(t *testing.T) {
 	if mk.SLOAttainment < markSLO.Target {
 		t.Errorf("mark attainment %.4f, want ≥ SL_min %.2f", mk.SLOAttainment, markSLO.Target)
 	}
-	if sm.SLOAttainment >= markSLO.Target {
-		t.Errorf("sagemaker attainment %.4f meets SL_min: the load is not bursty enough for Fig. 8", sm.SLOAttainment)
+	// Under the one admission rule (the live gateway's), target tracking turns away at the door
+	// what its fleet cannot finish (429: a miss) instead of queueing it to a 30 s p99; it then
+	// attains 0.987 (0.902 without admission, before issue #15), still below MArk's.
+	if sm.SLOAttainment >= mk.SLOAttainment {
+		t.Errorf("sagemaker attainment %.4f ≥ mark's %.4f: want MArk's Bouncer and SLO monitor ahead on MMPP", sm.SLOAttainment, mk.SLOAttainment)
 	}
 	if r := sm.CostUSD.Total / mk.CostUSD.Total; r < 2 {
 		t.Errorf("sagemaker / mark cost %.2f, want ≥ 2", r)

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	markscale "github.com/sloserve/sloserve/internal/autoscale/mark"
 	"github.com/sloserve/sloserve/internal/cost"
@@ -217,8 +218,6 @@ func TestMarkOptionErrors(t *testing.T) {
 		{"unprofiled type", "types: [m5.large]"},
 		{"unknown standby", "standby: z9.huge"},
 		{"bad slo monitor", "slo_monitor: {window: -1}"},
-		{"negative bouncer margin", "bouncer_margin: -1ms"},
-		{"bouncer margin of the whole RT_max", "bouncer_margin: 600ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
@@ -230,39 +229,28 @@ func TestMarkOptionErrors(t *testing.T) {
 	}
 }
 
-// TestMarkBouncerMargin: ten ready c5.large (Σμ* = 47.3 req/s, 211 ms each) with 17 requests
-// queued and no free slot put a new request's estimated finish at 380 + 211 = 592 ms, inside
-// RT_max = 600 ms: with no margin the Bouncer admits it; the default margin (RT_max / 20 =
-// 30 ms) sends it to the serverless tier, and so does an explicit one; a short queue is
-// admitted either way.
-func TestMarkBouncerMargin(t *testing.T) {
+// TestMarkBouncerFollowsAdmission: the Bouncer (MArk §4.1) admits to the fleet exactly what the
+// one admission estimator admits (the live gateway's rule) and spills the rest to the serverless
+// tier; in the simulator the estimator has learned the batch cost from the batches seen.
+func TestMarkBouncerFollowsAdmission(t *testing.T) {
+	env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
+		Decode: func(v any) error { return yaml.Unmarshal([]byte("types: [c5.large]"), v) }}
+	p, err := New("mark", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := DefaultEpoch.Add(time.Hour)
+	ms := time.Millisecond
 	for _, tc := range []struct {
-		name, opts string
-		queued     int
-		want       Route
-	}{
-		{"no margin admits at 592 ms", "bouncer_margin: 0s", 17, RouteVM},
-		{"default margin spills at 592 ms", "", 17, RouteServerless},
-		{"explicit margin spills at 592 ms", "bouncer_margin: 10ms", 17, RouteServerless},
-		{"default margin admits at 549 ms", "", 15, RouteVM},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := Env{Catalog: markCatalog(), Model: markTestModel(t), SLO: markSLO,
-				Decode: func(v any) error { return yaml.Unmarshal([]byte("types: [c5.large]\n"+tc.opts), v) }}
-			p, err := New("mark", env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := DefaultEpoch.Add(time.Hour)
-			var fleet []autoscale.Member
-			for i := range 10 {
-				fleet = append(fleet, autoscale.Member{ID: fmt.Sprintf("vm-%d", i), Type: "c5.large", State: provider.StateReady, Slots: 1, Busy: 1, Launched: DefaultEpoch, Ready: DefaultEpoch.Add(time.Minute)})
-			}
-			p.Scaler.Scale(autoscale.Snapshot{Fleet: fleet}, now)
-			got := p.Router.Route(Request{Arrival: now, Deadline: now.Add(markSLO.Threshold)}, TierView{QueueLen: tc.queued, Ready: 10, Slots: 10}, now)
-			if got != tc.want {
-				t.Errorf("Route = %v, want %v", got, tc.want)
-			}
-		})
+		name   string
+		queued int
+		want   Route
+	}{{"17 queued on ten busy slots: 592 ms + margin past 600 ms", 17, RouteServerless}, {"one queued: 337 ms + one batch in time", 1, RouteVM}} {
+		f := admission.Facts{Queued: tc.queued + 1, MaxBatch: 1, Slots: 10, Busy: 10, BusyLeft: 10 * 105 * ms,
+			Cost: admission.BatchCost{Fixed: 211 * ms}, Budget: markSLO.Threshold, Margin: admission.MarginFloor}
+		v := TierView{QueueLen: tc.queued, Ready: 10, Slots: 10, Admission: admission.Admit(f, now.Add(markSLO.Threshold), now)}
+		if got := p.Router.Route(Request{Arrival: now, Deadline: now.Add(markSLO.Threshold)}, v, now); got != tc.want {
+			t.Errorf("%s: Route = %v, want %v (verdict %+v)", tc.name, got, tc.want, v.Admission)
+		}
 	}
 }

@@ -138,7 +138,7 @@ func Sections() ([]Section, error) {
 				"`docs/mark-sim.yaml`). Every field is optional; relative paths are relative to the file's " +
 				"directory; unknown fields are errors. Command-line flags (`--slo-ms`, `--slo-target`, `--seed`) " +
 				"override the file. Without `model`, the model is `sim.DefaultModel()` (Inception on c5 VMs and Lambda). " +
-				"Each `policies.<name>` section is documented [below](#simulator-policy-options-policiesname).",
+				"Each `policies.<name>` section is documented [below](#policy-options-policiesname).",
 			Default: fileConfigDefaults(),
 		},
 		{
@@ -546,8 +546,31 @@ and the value.
 Files: [serve](#serve-configuration-sloserve-serve---config) ·
 [sim](#simulator-configuration-sloserve-sim---config) ·
 [catalog](#instance-catalog-catalog-of-a-sim-config) ·
-[sim policy options](#simulator-policy-options-policiesname)
+[policy options](#policy-options-policiesname)
 `
+
+// policiesIntro opens the policy options: one schema for serve and sim, and the live preset.
+const policiesIntro = "\n## Policy options (`policies.<name>`)\n\n" +
+	"### One options schema\n\n" +
+	"Each registered policy reads its own section, `policies.<name>`, of a sim config and of a serve config " +
+	"alike: the same Options struct, the same field names and units, decoded strictly (an unknown policy " +
+	"name or field is an error naming it). `sloserve serve` builds `controller.policy` through the same " +
+	"registry as `sloserve sim` (`controller.NewModel`), and `test/livesim` checks that one policy decides " +
+	"the same driven by either. How each policy decides: [decide/](README.md#how-sloserve-decides).\n\n" +
+	"### The live preset\n\n" +
+	"The defaults below are the papers' (cloud VMs that launch in minutes, a one-minute planning unit). " +
+	"Live, local workers start in seconds, so `serve` applies a preset before the config's own section, " +
+	"derived from `controller.unit` (default 5 s, standing for the papers' minute) and the model's facts " +
+	"(`internal/controller/live.go`): MArk's P_s = `controller.sample_interval`, P_u = unit, P_w = one " +
+	"minute of units, τ = one unit, cool-down six units, SLO monitor over 500 requests with a two-unit " +
+	"quiet period, the instance type as the only candidate and `controller.max_instances` as the plan's " +
+	"bound (`mark`, `sloserve.mark`); `sloserve.min_instances` = `controller.min_instances` and LSTH on " +
+	"the unit's clock; target tracking's period and scale-out cool-down one unit, scale-in six units, at " +
+	"EC2 pricing (`sagemaker`); Knative's target half an instance's capacity within the SLO, ticking at " +
+	"the sample interval (`knative`); `fixed` at the model's `instances`; INFless without lending or " +
+	"spares, its case (iii) hold six units (`infless`). The live world has no serverless tier: a policy " +
+	"sees that as a fact (MArk's Bouncer keeps every request on the fleet; sloserve keeps " +
+	"`min_instances`), and a policy with no VM fleet (`lambda`, `batch`) is refused.\n"
 
 // Render returns the Markdown of docs/config.md.
 func Render(root string) (string, error) {
@@ -562,10 +585,7 @@ func Render(root string) (string, error) {
 		level := "##"
 		if s.Prefix != "" {
 			if !policies {
-				b.WriteString("\n## Simulator policy options (`policies.<name>`)\n\n" +
-					"Each registered policy of `sloserve sim` reads its own section of the sim config, " +
-					"`policies.<name>`, strictly (an unknown policy name or field is an error). " +
-					"How each policy decides: [decide/](README.md#how-sloserve-decides).\n")
+				b.WriteString(policiesIntro)
 				policies = true
 			}
 			level = "###"

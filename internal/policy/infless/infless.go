@@ -18,72 +18,72 @@ import (
 // settings of it.
 type Options struct {
 	// Alpha is the α of the dispatch band (§3.2: 0.8). In [0, 1].
-	Alpha float64
+	Alpha float64 `yaml:"alpha"`
 	// Offset inflates predicted execution times (§3.3: +10 %). OP ablation: 0.5 (OP1.5) or 1.0
 	// (OP2). ≥ 0.
-	Offset float64
+	Offset float64 `yaml:"offset"`
 	// MaxBatch caps the batch sizes explored (§5.1: ≤ 32). BB ablation: 1. ≥ 1.
-	MaxBatch int
+	MaxBatch int `yaml:"max_batch"`
 	// FirstFit disables resource-aware scheduling (RS ablation): the maximum-throughput
 	// configuration, first-fit (plan.Config.FirstFit), and with it Defragment.
-	FirstFit bool
+	FirstFit bool `yaml:"first_fit"`
 	// ScaleDownAfter is how long case (iii) of §3.2 must hold before instances are released:
 	// INFless's autoscaler releases after 3 inactive monitor ticks of 10 s (infless-constants.json,
 	// FunctionInactiveNum). ≥ 0.
-	ScaleDownAfter time.Duration
+	ScaleDownAfter time.Duration `yaml:"scale_down_after"`
 	// KeepAlive builds a function's keep-alive policy, which decides when an idle function keeps
 	// (or pre-warms) one instance; nil means INFless's LSTH (§3.5) with its defaults.
-	KeepAlive func() (keepalive.Policy, error)
+	KeepAlive func() (keepalive.Policy, error) `yaml:"-"`
 	// IdleUnit is the granularity at which the keep-alive policy sees activity: a unit with an
 	// arrival keeps the function busy for the whole unit (Shahrad et al.: one minute, the
 	// default when 0). The live controller uses its planning unit, with LSTH's bins scaled the
-	// same way (controller.LiveLSTHConfig). ≥ 0.
-	IdleUnit time.Duration
+	// same way (keepalive.ScaledLSTHConfig). ≥ 0.
+	IdleUnit time.Duration `yaml:"idle_unit"`
 	// Beta is the β of Eq. 10's resource-efficiency metric; 0 = the run's β (ClusterConfig.Beta,
 	// cluster.DefaultBeta: INFless's FLOPS ratio). ≥ 0.
-	Beta float64
+	Beta float64 `yaml:"beta"`
 	// Metric selects the form of Eq. 10's e_ij: as printed (zero value), the released
 	// scheduler's (plan.MetricOriginal) or sloserve's (plan.MetricShare, the default), which
 	// prices resources by the server's capacity and so ignores Beta.
-	Metric plan.Metric
+	Metric plan.Metric `yaml:"-"`
 	// Defragment releases a function's surplus instances on the emptiest servers first
 	// (plan.ReleaseEmptiestFirst instead of plan.Release) and, every control step without
 	// launches, empties the emptiest at most half-used server whose instances fit on fuller ones
 	// (plan.Defragment): each is relaunched there with its configuration and released once the
 	// new one is ready. Off with FirstFit.
-	Defragment bool
+	Defragment bool `yaml:"defragment"`
 	// Predictor builds a function's latency predictor from its profile; nil means the measured
 	// profile (plan.ProfilePredictor), which combined operator profiling approximates.
-	Predictor func(p profile.INFlessProfile) plan.Predictor
+	Predictor func(p profile.INFlessProfile) plan.Predictor `yaml:"-"`
 	// Lend lends each active server's free resources to the instances on it every control step
 	// (plan.Lend: only profiled configurations that lower a lender's predicted t_exec) and
 	// takes them back first whenever the scheduler needs room: Alg. 1, the releases and
 	// Defragment decide on the cluster without lending, and every instance's Eq. 1 bounds — so
 	// the α-band's split and scaling — stay those of its launch configuration. Lent resources
 	// count as allocated and the instance serves at the lent configuration's service time.
-	Lend bool
+	Lend bool `yaml:"lend"`
 	// Spare fills the free resources of the servers that host the functions' instances with spare
 	// b = 1 instances of the loaded functions (plan.Spares): they take a share of R by the
 	// α-band's split but are left out of its scaling, Alg. 1, the releases and Defragment, which
 	// decide on the cluster without them; a spare whose room a launch or a move needs is preempted
 	// (policy.ClusterDecision.Preempt), one whose function goes idle or whose server no longer hosts an
 	// instance of the functions drains. Spares never make a server active.
-	Spare bool
+	Spare bool `yaml:"spare"`
 	// QueueCap caps the r_up of b = 1 instances with t_exec > t_slo/2 (plan.SlackLimited: Eq. 1
 	// as printed would rule them out, and ⌊1/t_exec⌋ runs them so busy that most requests that wait
 	// miss) at their share of plan.PooledRate at the function's SLO target (policy.FunctionView.Target),
 	// recomputed each step for the instances the function has (plan.RateBoundsTarget); Alg. 1
 	// places for the residual with the same pooled bound.
-	QueueCap bool
+	QueueCap bool `yaml:"queue_cap"`
 	// BoundQueues holds an instance's queue to one batch (policy.QueueBounder, INFless §3.2 Fig. 6(a)):
 	// a request no ready instance has room for waits at the function, for the first instance that
 	// has, instead of queueing behind a full batch on one instance (which, for a function whose
 	// slack t_slo − t_exec is shorter than one execution, misses for every request behind it).
-	BoundQueues bool
+	BoundQueues bool `yaml:"bound_queues"`
 	// Backlog adds the function's waiting requests (policy.FunctionView.Waiting), to be served within a
 	// second, to R when the function has instances: a burst that outruns its instances scales it by
 	// the backlog as well as by the new rate.
-	Backlog bool
+	Backlog bool `yaml:"backlog"`
 }
 
 // DefaultMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".

@@ -23,19 +23,8 @@ import (
 // internal/planner, internal/admission and internal/slomon; this file only wires them.
 
 func init() {
-	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
+	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Caps: policy.CapsBatchPerType, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
 }
-
-// DefaultBouncerMarginDivisor sets the mark policy's default Bouncer margin: RT_max / 20.
-// The Bouncer compares a mean estimate of the finish time with the deadline, so a request
-// estimated to finish just in time misses about half the time. 5 % of RT_max covers three
-// standard deviations of the slowest instance's service time at the 5 % variation VMs show
-// (3 × 0.05 × 211 ms for c5.large) and part of the error of treating the fleet as one queue
-// draining at Σμ* (p2.xlarge batches and c5.large singles share it). With no margin these late
-// admissions were most of the misses: 97.9 % attainment on the bursty burst300-2 trace (MArk
-// §5.1 setting) against 99.3 % with 30 ms, at the same cost; on Twitter and fn4 the margin
-// costs nothing and lifts attainment from 0.9993 and 0.9978 to 0.9998 and 0.9998 (docs/markscale.md).
-const DefaultBouncerMarginDivisor = 20
 
 // Options configures the mark policy (policies.mark in a sim config).
 type Options struct {
@@ -69,10 +58,14 @@ type Options struct {
 	Standby string `yaml:"standby"`
 	// MemoryMB is the serverless function memory (default 3008 MB, MArk's Lambda setting).
 	MemoryMB int `yaml:"memory_mb"`
-	// BouncerMargin is taken off every deadline before the Bouncer's check (MArk §4.1,
-	// admission.Config.Margin); the mark policy's default is RT_max / 20, 30 ms at 600 ms
-	// (DefaultBouncerMarginDivisor says why).
-	BouncerMargin time.Duration `yaml:"bouncer_margin"`
+	// SampleInterval, Unit and Window are the arrival monitor's P_s, P_u and P_w (MArk §4.2;
+	// default 5 s, 1 min and 60 units: forecast.DefaultMonitorConfig). The live controller runs
+	// the same algorithm on a shorter clock (docs/config.md, "The live preset").
+	SampleInterval time.Duration `yaml:"sample_interval"`
+	Unit           time.Duration `yaml:"unit"`
+	Window         int           `yaml:"window"`
+	// MaxInstances bounds one plan's instances (default planner.DefaultMaxInstances).
+	MaxInstances int `yaml:"max_instances"`
 }
 
 // ResolvePaths makes ForecastModel relative to the config file.
@@ -92,17 +85,28 @@ func New(env policy.Env) (policy.Model, error) { return NewWith(env, nil) }
 // NewWith is New with the forecaster fc instead of the configured one when fc is not nil
 // (tests give a forecast that is wrong on purpose).
 func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
-	o := Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
-		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB,
-		SLOMonitor: slomon.DefaultConfig()}
-	o.SLOMonitor.Target = env.SLO.Target
-	o.BouncerMargin = env.SLO.Threshold / DefaultBouncerMarginDivisor
+	o := DefaultOptions(env)
 	if err := env.DecodeOptions(&o); err != nil {
 		return policy.Model{}, err
 	}
-	if o.BouncerMargin < 0 || (env.SLO.Threshold > 0 && o.BouncerMargin >= env.SLO.Threshold) {
-		return policy.Model{}, fmt.Errorf("mark.bouncer_margin: must be in [0, RT_max %v), got %v", env.SLO.Threshold, o.BouncerMargin)
-	}
+	return newWith(env, o, fc)
+}
+
+// DefaultOptions returns the mark policy's defaults for env (the Options doc says why each).
+func DefaultOptions(env policy.Env) Options {
+	mc := forecast.DefaultMonitorConfig()
+	o := Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: planner.DefaultHeadroom,
+		Lookahead: planner.DefaultLookahead, CoolDown: planner.DefaultCoolDown, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB,
+		SLOMonitor: slomon.DefaultConfig(), SampleInterval: mc.SampleInterval, Unit: mc.Unit, Window: mc.Window,
+		MaxInstances: planner.DefaultMaxInstances}
+	o.SLOMonitor.Target = env.SLO.Target
+	return o
+}
+
+// NewOptions is New with options o already decoded (the sloserve policy composes mark this way).
+func NewOptions(env policy.Env, o Options) (policy.Model, error) { return newWith(env, o, nil) }
+
+func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, error) {
 	if !(o.BatchBudget > 0 && o.BatchBudget <= 1) {
 		return policy.Model{}, fmt.Errorf("mark.batch_budget: must be in (0, 1], got %v", o.BatchBudget)
 	}
@@ -115,6 +119,14 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 	}
 	pc := planner.DefaultMarkConfig()
 	pc.Headroom, pc.Lookahead, pc.CoolDown = o.Headroom, o.Lookahead, o.CoolDown
+	if o.MaxInstances > 0 {
+		pc.MaxInstances = o.MaxInstances
+	}
+	mc := forecast.MonitorConfig{SampleInterval: o.SampleInterval, Unit: o.Unit, Window: o.Window,
+		MaxHistory: max(o.Window, forecast.DefaultMaxHistory)}
+	if err := mc.Validate(); err != nil {
+		return policy.Model{}, fmt.Errorf("mark.sample_interval/unit/window: %w", err)
+	}
 
 	// Catalog view: every profiled type, batching tuned by MArk §4.3 (batching.TuneFixed), μ* × slots.
 	rt := time.Duration(float64(env.SLO.Threshold) * o.BatchBudget)
@@ -142,8 +154,8 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 		}
 	}
 	sc, err := markscale.New(markscale.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
-		Monitor: forecast.DefaultMonitorConfig(), Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
-		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.Config{Margin: o.BouncerMargin}})
+		Monitor: mc, Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
+		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.DefaultConfig()})
 	if err != nil {
 		return policy.Model{}, err
 	}
@@ -156,20 +168,24 @@ func NewWith(env policy.Env, fc forecast.Forecaster) (policy.Model, error) {
 			return policy.Model{}, err
 		}
 	}
-	return policy.Model{
-		Scaler:     m,
-		Initial:    initial,
-		Batching:   batching.NewFixed(cand.MaxBatch, cand.MaxWait),
-		Router:     policy.RouterFunc(m.Route),
-		Serverless: &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
-	}, nil
+	pm := policy.Model{Scaler: m, Initial: initial, Batching: batching.NewFixed(cand.MaxBatch, cand.MaxWait)}
+	if env.Model.Serverless != nil {
+		// The Bouncer spills to the serverless tier; a world without one (the live providers)
+		// is a fact the policy sees: every request stays on the fleet.
+		pm.Router = policy.RouterFunc(m.Route)
+		pm.Serverless = &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()}
+	}
+	return pm, nil
 }
 
 // spec returns the launch spec of a planned type, with its own batch size.
 
-// route is the Bouncer: admit to the VM tier when the fleet finishes in time, else spill.
+// Route is the Bouncer (MArk §4.1): admit to the VM tier when the fleet finishes in time, else
+// spill to the serverless tier. "In time" is the one admission estimator's verdict
+// (v.Admission: admission.Admit, the live gateway's rule, on a cost learned from the batches
+// seen) rather than the profile's service times.
 func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
-	if m.Admit(v.QueueLen, v.Slots, v.FreeSlots, r.Deadline, now) {
+	if v.Admission.Admit {
 		return policy.RouteVM
 	}
 	return policy.RouteServerless

@@ -16,10 +16,10 @@ import (
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/keepalive"
 	"github.com/sloserve/sloserve/internal/planner"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
-	"github.com/sloserve/sloserve/internal/slomon"
 )
 
 // This file is sloserve's combined policy. It wires the papers' pure pieces, never re-implements
@@ -47,7 +47,7 @@ import (
 // queue).
 
 func init() {
-	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
+	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Caps: policy.CapsBatchPerType | policy.CapsScaleToZero, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
 }
 
 // Options configures the sloserve policy (policies.sloserve in a sim config).
@@ -73,6 +73,15 @@ type Options struct {
 	// W_batch with the fixed policy's deadline guard) or "mlproxy" (MLProxy's deadline-aware AIMD,
 	// Max_BS capped by the largest tuned N_batch).
 	VMBatching string `yaml:"vm_batching"`
+	// MinInstances is the fewest VM instances kept in a world without a serverless tier, where
+	// nothing else absorbs a fleet of zero (default 1). 0 lets INFless's LSTH keep-alive (§3.5)
+	// release an idle model's last instance and pre-warm it (keepalive.go); the live
+	// controller's preset sets it to controller.min_instances.
+	MinInstances int `yaml:"min_instances"`
+	// KeepAliveUnit is the clock LSTH's windows are on: its one-minute bins, 4 h range and
+	// fallback and its 24 h / 1 h windows are scaled by KeepAliveUnit / 1 min (default 1 min:
+	// the paper's; the live preset sets the controller's planning unit, 5 s).
+	KeepAliveUnit time.Duration `yaml:"keep_alive_unit"`
 }
 
 // ServerlessOptions configures sloserve's serverless tier.
@@ -157,16 +166,16 @@ const (
 	sloReasonServerless = "sloserve: tier serverless (BATCH buffer cheaper than the planned VMs), fleet drained"
 	sloReasonVM         = "sloserve: tier vm"
 	sloReasonHoldQueue  = "sloserve: tier serverless, VM queue draining before termination"
-	sloReasonFloor      = "sloserve: no serverless tier, keep one VM"
+	sloReasonFloor      = "sloserve: no serverless tier, keep min_instances VMs"
 )
 
 // DefaultOptions returns sloserve's defaults (see Options) for env.
 func DefaultOptions(env policy.Env) Options {
-	mo := mark.Options{Forecaster: "ewma", TrainStepsPerUnit: 20, Headroom: 1.0,
-		Lookahead: planner.DefaultLookahead, CoolDown: 2 * time.Minute, BatchBudget: 0.5, MemoryMB: policy.DefaultLambdaMemoryMB}
+	mo := mark.DefaultOptions(env)
+	mo.Headroom, mo.CoolDown = 1.0, 2*time.Minute
 	g := analytic.DefaultGrid()
 	pc := analytic.DefaultPolicyConfig()
-	return Options{Mark: mo, Hysteresis: DefaultHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
+	return Options{Mark: mo, MinInstances: 1, KeepAliveUnit: time.Minute, Hysteresis: DefaultHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
 		Serverless: ServerlessOptions{MaxBatch: DefaultMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
 			Window: pc.Window, Period: pc.Period, Reference: ReferenceBatch, ServiceCV: DefaultServiceCV}}
 }
@@ -182,6 +191,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("sloserve.tier: must be auto, vm or serverless, got %q", o.Tier)
 	case o.VMBatching != "mark" && o.VMBatching != "mlproxy":
 		return fmt.Errorf("sloserve.vm_batching: must be mark or mlproxy, got %q", o.VMBatching)
+	case o.MinInstances < 0:
+		return fmt.Errorf("sloserve.min_instances: must be ≥ 0, got %d", o.MinInstances)
+	case o.KeepAliveUnit <= 0:
+		return fmt.Errorf("sloserve.keep_alive_unit: must be > 0, got %v", o.KeepAliveUnit)
 	case o.Serverless.MemoryMB < 0:
 		return fmt.Errorf("sloserve.serverless.memory_mb: must be ≥ 0, got %d", o.Serverless.MemoryMB)
 	case o.Serverless.MaxBatch < 1 || o.Serverless.MaxBatch > 256:
@@ -204,18 +217,20 @@ func (o Options) Validate() error {
 
 // modelPolicy is the state the scaler and the router share.
 type modelPolicy struct {
-	mark       *mark.Policy // nil: the model has no feasible VM type
-	hasSL      bool
-	tier       string // TierVM or TierServerless: who takes the base load now
-	force      string
-	hysteresis float64
-	headroom   float64
-	nextTier   time.Time
-	dwellUntil time.Time // no tier switch before this (the last switch + TierDwell)
-	dwell      time.Duration
-	lookahead  int // planner look-ahead in forecast units
-	slRates    []float64
-	slCost     []float64 // serverless $ per request at slRates (ascending rates); +Inf infeasible
+	mark  *mark.Policy // nil: the model has no feasible VM type
+	hasSL bool
+	// minInstances is the floor of VM instances without a serverless tier (Options.MinInstances).
+	minInstances int
+	tier         string // TierVM or TierServerless: who takes the base load now
+	force        string
+	hysteresis   float64
+	headroom     float64
+	nextTier     time.Time
+	dwellUntil   time.Time // no tier switch before this (the last switch + TierDwell)
+	dwell        time.Duration
+	lookahead    int // planner look-ahead in forecast units
+	slRates      []float64
+	slCost       []float64 // serverless $ per request at slRates (ascending rates); +Inf infeasible
 }
 
 func NewModel(env policy.Env) (policy.Model, error) {
@@ -224,14 +239,13 @@ func NewModel(env policy.Env) (policy.Model, error) {
 		env.Catalog = &c
 	}
 	o := DefaultOptions(env)
-	o.Mark.SLOMonitor = markDefaultSLOMonitor(env)
 	if err := env.DecodeOptions(&o); err != nil {
 		return policy.Model{}, err
 	}
 	if err := o.Validate(); err != nil {
 		return policy.Model{}, err
 	}
-	s := &modelPolicy{hasSL: env.Model.Serverless != nil, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom,
+	s := &modelPolicy{hasSL: env.Model.Serverless != nil, minInstances: o.MinInstances, force: o.Tier, hysteresis: o.Hysteresis, headroom: o.Mark.Headroom,
 		dwell: o.TierDwell}
 	if o.Tier == TierServerless && !s.hasSL {
 		return policy.Model{}, fmt.Errorf("sloserve.tier: serverless, but model %s has no serverless profile", env.Model.Name)
@@ -240,17 +254,7 @@ func NewModel(env policy.Env) (policy.Model, error) {
 	// VM tier: MArk's wiring with sloserve's options (mark.New decodes them from this policy.Env).
 	var vm policy.Model
 	if len(env.Model.VM) > 0 {
-		menv := env
-		mo := o.Mark
-		menv.Decode = func(v any) error {
-			p, ok := v.(*mark.Options)
-			if !ok {
-				return fmt.Errorf("sloserve: mark options: unexpected %T", v)
-			}
-			*p = mo
-			return nil
-		}
-		p, err := mark.New(menv)
+		p, err := mark.NewOptions(env, o.Mark)
 		switch {
 		case errors.Is(err, planner.ErrNoFeasibleType):
 			// No VM type meets the SLO: serverless only.
@@ -305,19 +309,31 @@ func NewModel(env policy.Env) (policy.Model, error) {
 	}
 	if s.tier == TierVM {
 		pol.Initial = vm.Initial
-		if len(pol.Initial) == 0 && !s.hasSL {
+		if len(pol.Initial) == 0 && !s.hasSL && s.minInstances > 0 {
 			pol.Initial = []provider.Spec{s.mark.Spec(s.cheapest().Name)}
 		}
+	}
+	if s.mark != nil && !s.hasSL && s.minInstances == 0 {
+		// No serverless tier and no floor: LSTH decides when the idle model's last instance goes.
+		spec := s.mark.Spec(s.cheapest().Name)
+		var lead time.Duration
+		if it, ok := env.Catalog.Type(spec.Type); ok {
+			lead = it.LaunchDelay.Median
+		}
+		ka, err := keepalive.NewLSTH(keepalive.ScaledLSTHConfig(o.KeepAliveUnit))
+		if err != nil {
+			return policy.Model{}, fmt.Errorf("sloserve.keep_alive_unit: %w", err)
+		}
+		pol.Scaler = &Idle{Mark: s, KeepAlive: ka, Spec: spec, Lead: lead}
 	}
 	return pol, nil
 }
 
-// markDefaultSLOMonitor is mark's SLO monitor default with the run's target.
-func markDefaultSLOMonitor(env policy.Env) slomon.Config {
-	c := slomon.DefaultConfig()
-	c.Target = env.SLO.Target
-	return c
-}
+// Forecast is MArk's latest forecast, requests/s per unit ahead.
+func (s *modelPolicy) Forecast() []float64 { return s.mark.Forecast() }
+
+// Unit is MArk's planning unit.
+func (s *modelPolicy) Unit() time.Duration { return s.mark.Unit() }
 
 // serverless configures the serverless tier with BATCH's optimiser: the memory (unless fixed)
 // minimises the predicted cost per request at the trace's mean rate subject to P_p ≤ guard × SLO
@@ -555,6 +571,8 @@ func (s *modelPolicy) route(r policy.Request, v policy.TierView, now time.Time) 
 	switch {
 	case s.mark == nil || (s.tier == TierServerless && s.hasSL):
 		return policy.RouteServerless
+	case !s.hasSL && !v.Admission.Admit:
+		return policy.RouteReject // nothing to spill to: the live 429
 	case !s.hasSL:
 		return policy.RouteVM
 	}
@@ -615,33 +633,32 @@ func (s *modelPolicy) Scale(snap autoscale.Snapshot, now time.Time) autoscale.De
 		}
 		return d
 	}
-	if !s.hasSL {
-		// Without a serverless tier nothing absorbs a fleet of zero: keep one instance.
+	if !s.hasSL && s.minInstances > 0 {
+		// Without a serverless tier nothing absorbs a fleet of zero: keep MinInstances.
 		alive := len(d.Launch)
 		term := map[string]bool{}
 		for _, id := range d.Terminate {
 			term[id] = true
 		}
-		var first string
 		for _, f := range snap.Fleet {
-			if f.State != provider.StateLaunching && f.State != provider.StateReady {
-				continue
+			if (f.State == provider.StateLaunching || f.State == provider.StateReady) && !term[f.ID] {
+				alive++
 			}
-			if term[f.ID] {
-				if first == "" {
-					first = f.ID
-				}
-				continue
-			}
-			alive++
 		}
-		if alive == 0 {
-			if first != "" {
-				d.Terminate = removeID(d.Terminate, first)
-			} else {
-				d.Launch = append(d.Launch, s.mark.Spec(s.cheapest().Name))
-			}
+		if alive < s.minInstances {
 			d.Reason = sloReasonFloor
+		}
+		for _, f := range snap.Fleet {
+			if alive >= s.minInstances {
+				break
+			}
+			if term[f.ID] && (f.State == provider.StateLaunching || f.State == provider.StateReady) {
+				d.Terminate = removeID(d.Terminate, f.ID)
+				alive++
+			}
+		}
+		for ; alive < s.minInstances; alive++ {
+			d.Launch = append(d.Launch, s.mark.Spec(s.cheapest().Name))
 		}
 	}
 	return d

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
@@ -67,7 +68,8 @@ func TestSloserveTierChoice(t *testing.T) {
 			}
 			now := epoch
 			s.Scale(autoscale.Snapshot{Fleet: []autoscale.Member{{ID: "vm-1", Type: "c5.large", State: provider.StateReady, Slots: 9}}}, now)
-			idle := policy.TierView{Ready: 1, Slots: 9, FreeSlots: 9, MaxBatch: 1, BatchTime: 35 * time.Millisecond}
+			idle := policy.TierView{Ready: 1, Slots: 9, FreeSlots: 9, MaxBatch: 1, BatchTime: 35 * time.Millisecond,
+				Admission: admission.Admit(admission.Facts{Queued: 1, Slots: 9}, now.Add(200*time.Millisecond), now)}
 			r := p.Router.Route(policy.Request{Arrival: now, Deadline: now.Add(200 * time.Millisecond)}, idle, now)
 			if wantSL := tc.wantTier == TierServerless; (r == policy.RouteServerless) != wantSL {
 				t.Errorf("route with an idle fleet: got %v, want serverless %v", r, wantSL)
@@ -148,8 +150,11 @@ func TestSloserveKeepsOneVMWithoutServerless(t *testing.T) {
 		}
 	}
 	now := epoch
-	if r := p.Router.Route(policy.Request{Arrival: now, Deadline: now.Add(time.Second)}, policy.TierView{}, now); r != policy.RouteVM {
-		t.Errorf("route: got %v, want the VM tier", r)
+	if r := p.Router.Route(policy.Request{Arrival: now, Deadline: now.Add(time.Second)}, policy.TierView{Admission: admission.Verdict{Admit: true}}, now); r != policy.RouteVM {
+		t.Errorf("route of an admitted request: got %v, want the VM tier", r)
+	}
+	if r := p.Router.Route(policy.Request{Arrival: now, Deadline: now.Add(time.Second)}, policy.TierView{}, now); r != policy.RouteReject {
+		t.Errorf("route of a refused request without a serverless tier: got %v, want reject (the live 429)", r)
 	}
 }
 

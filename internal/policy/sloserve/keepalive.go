@@ -1,4 +1,4 @@
-package controller
+package sloserve
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 	"github.com/sloserve/sloserve/internal/provider"
 )
 
-// Reasons of Sloserve's own decisions; every other decision is the MArk scaler's, with its
+// Reasons of Idle's own decisions; every other decision is the MArk scaler's, with its
 // reason behind the "sloserve: " prefix (e.g. "sloserve: mark: plan (Alg. 1)").
 const (
 	// ReasonColdStart: requests arrived or wait for a model with no instance; one is launched at
@@ -26,28 +26,22 @@ const (
 	ReasonIdle = "sloserve: lsth: idle, no instance"
 )
 
-// Sloserve is the live combined policy (controller.policy sloserve, issue #11). It wires the
-// papers' pieces and re-implements none of them:
+// Idle is the sloserve policy's keep-alive in a world without a serverless tier when
+// Options.MinInstances is 0 (the live controller's with min_instances 0):
 //
-//   - MArk (§4.2–4.4, NewMark): arrival monitor → forecaster → greedy planner (Alg. 1) with
-//     §4.3's batching, the SLO monitor's reactive launches and the spot pieces. While the model
-//     has traffic every decision is MArk's.
+//   - While the model has traffic every decision is Mark's (the sloserve scaler: MArk's planner,
+//     §4.2–4.4), prefixed "sloserve: ".
 //   - INFless's LSTH keep-alive (§3.5, keepalive.LSTH) for idle instances: a run of samples with
 //     arrivals is one invocation; once the traffic stops, the model's last instance stays
 //     loaded as long as LSTH's windows say (Windows.Loaded, looking Lead ahead so that a
 //     pre-warm is ready in time), is released when they end, and is launched again at the
-//     pre-warm time or as soon as a request arrives. The controller's min_instances is the
-//     floor, so this scales a model to zero only when min_instances is 0.
-//   - MLProxy's deadline-aware batching runs on every model's queue in the gateway (the
-//     model's batching policy; `serve` defaults it to mlproxy) and Cocktail's selection in
-//     every configured ensemble; neither is the scaler's decision.
+//     pre-warm time or as soon as a request arrives.
 //
-// The serverless spill-over tier and BATCH's optimiser exist in the simulator only
-// (sim.policy sloserve): the local and Kubernetes providers have no per-request-billed tier.
-//
-// Sloserve is pure (it is given now, reads no clock) and belongs to the controller goroutine.
-type Sloserve struct {
-	// Mark is the MArk scaler that sizes the fleet under traffic.
+// With a serverless tier the tier absorbs an idle model instead (the tier choice drains the
+// fleet), so Idle is not used there. Idle is pure (it is given now, reads no clock) and belongs
+// to the goroutine that drives the policy.
+type Idle struct {
+	// Mark is the scaler that sizes the fleet under traffic.
 	Mark autoscale.Scaler
 	// KeepAlive decides the idle windows (keepalive.LSTH in production).
 	KeepAlive keepalive.Policy
@@ -63,10 +57,10 @@ type Sloserve struct {
 	idleSince        time.Time // the first Scale, before any run
 }
 
-var _ autoscale.Scaler = (*Sloserve)(nil)
+var _ autoscale.Scaler = (*Idle)(nil)
 
 // Scale implements autoscale.Scaler.
-func (s *Sloserve) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
+func (s *Idle) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decision {
 	if s.idleSince.IsZero() {
 		s.idleSince = now
 	}
@@ -118,7 +112,7 @@ func (s *Sloserve) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decis
 		d.Reason = "sloserve: " + d.Reason
 		return d
 	}
-	// Past the windows: release every instance (the controller keeps min_instances).
+	// Past the windows: release every instance.
 	out := autoscale.Decision{Reason: ReasonRelease}
 	for _, m := range snap.Fleet {
 		if m.State == provider.StateLaunching || m.State == provider.StateReady {
@@ -129,4 +123,26 @@ func (s *Sloserve) Scale(snap autoscale.Snapshot, now time.Time) autoscale.Decis
 		out.Reason = ReasonIdle
 	}
 	return out
+}
+
+// Forecast is the inner scaler's latest forecast (requests/s per unit ahead), when it has one.
+func (s *Idle) Forecast() []float64 {
+	if f, ok := s.Mark.(forecaster); ok {
+		return f.Forecast()
+	}
+	return nil
+}
+
+// Unit is the inner scaler's forecast unit (0 without one).
+func (s *Idle) Unit() time.Duration {
+	if f, ok := s.Mark.(forecaster); ok {
+		return f.Unit()
+	}
+	return 0
+}
+
+// forecaster is a scaler that forecasts (the MArk scaler, sloserve's).
+type forecaster interface {
+	Forecast() []float64
+	Unit() time.Duration
 }

@@ -1,4 +1,4 @@
-package controller
+package sloserve
 
 import (
 	"slices"
@@ -107,7 +107,7 @@ func TestSloserveScale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ka := &stubWindows{w: tc.w}
 			var md autoscale.Decision
-			s := &Sloserve{Mark: autoscale.ScalerFunc(func(autoscale.Snapshot, time.Time) autoscale.Decision {
+			s := &Idle{Mark: autoscale.ScalerFunc(func(autoscale.Snapshot, time.Time) autoscale.Decision {
 				return autoscale.Decision{Launch: slices.Clone(md.Launch), Terminate: slices.Clone(md.Terminate), Reason: md.Reason}
 			}), KeepAlive: ka, Spec: spec, Lead: tc.lead}
 			for i, st := range tc.steps {
@@ -129,7 +129,7 @@ func TestSloserveScale(t *testing.T) {
 func TestSloserveObservesRuns(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	ka := &stubWindows{w: keepalive.Windows{KeepAlive: time.Hour}}
-	s := &Sloserve{Mark: autoscale.ScalerFunc(func(autoscale.Snapshot, time.Time) autoscale.Decision { return autoscale.Decision{} }), KeepAlive: ka}
+	s := &Idle{Mark: autoscale.ScalerFunc(func(autoscale.Snapshot, time.Time) autoscale.Decision { return autoscale.Decision{} }), KeepAlive: ka}
 	for i, n := range []int{0, 2, 5, 1, 0, 0, 3, 0} {
 		start := t0.Add(time.Duration(i) * time.Second)
 		s.Scale(autoscale.Snapshot{History: []autoscale.Sample{{Start: start, Period: time.Second, Arrivals: n}}}, start.Add(time.Second))
@@ -137,18 +137,5 @@ func TestSloserveObservesRuns(t *testing.T) {
 	want := [][2]time.Time{{t0.Add(time.Second), t0.Add(4 * time.Second)}, {t0.Add(6 * time.Second), t0.Add(7 * time.Second)}}
 	if !slices.Equal(ka.observed, want) {
 		t.Fatalf("observed %v, want %v", ka.observed, want)
-	}
-}
-
-func TestLiveLSTHConfig(t *testing.T) {
-	c := LiveLSTHConfig(5 * time.Second)
-	if c.BinWidth != 5*time.Second || c.Range != 20*time.Minute || c.Fallback != 20*time.Minute || c.Long != 2*time.Hour || c.Short != 5*time.Minute || c.Gamma != 0.5 {
-		t.Fatalf("LiveLSTHConfig(5s) = %+v", c)
-	}
-	if _, err := keepalive.NewLSTH(c); err != nil {
-		t.Fatal(err)
-	}
-	if c := LiveLSTHConfig(time.Minute); c != keepalive.DefaultLSTHConfig() {
-		t.Fatalf("LiveLSTHConfig(1m) = %+v, want INFless's %+v", c, keepalive.DefaultLSTHConfig())
 	}
 }
