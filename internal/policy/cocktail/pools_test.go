@@ -29,7 +29,7 @@ func TestSize(t *testing.T) {
 		{"covered: nothing", Pool{Model: m, Weight: 0.5, Types: types, Instances: []Instance{{ID: "a", Slots: 4, Accepting: true, IdleSince: t0}}}, 80, 4, "", 0, nil},
 		{"a notified instance's slots do not count", Pool{Model: m, Weight: 0.5, Types: types, Instances: []Instance{{ID: "a", Slots: 4, Notified: true}}}, 80, 4, "small", 1, nil},
 		{"late: a quarter more than it has", Pool{Model: m, Weight: 0.5, Late: true, Types: types, Instances: []Instance{idle("a", 4, 0), idle("b", 4, 0), idle("c", 4, 0), idle("d", 4, 0)}}, 80, 20, "small", 1, nil},
-		{"idle past the timeout recycled while the rest covers", Pool{Model: m, Weight: 0.5, Types: types, Instances: []Instance{idle("a", 4, 11 * time.Minute), idle("b", 4, 11 * time.Minute), idle("c", 4, time.Minute)}}, 80, 4, "", 0, []string{"a", "b"}},
+		{"idle past the timeout recycled while the rest covers", Pool{Model: m, Weight: 0.5, Types: types, Instances: []Instance{idle("a", 4, 11*time.Minute), idle("b", 4, 11*time.Minute), idle("c", 4, time.Minute)}}, 80, 4, "", 0, []string{"a", "b"}},
 		{"idle but needed: kept", Pool{Model: m, Weight: 1, Types: types, Instances: []Instance{idle("a", 4, time.Hour), idle("b", 4, time.Hour)}}, 80, 8, "", 0, nil},
 		{"static peak: replaces lost capacity only", Pool{Model: m, Static: 8, Types: types, Instances: []Instance{idle("a", 4, time.Hour)}}, 1000, 8, "small", 1, nil},
 	} {
