@@ -79,6 +79,7 @@ var floorOf = map[string]int{
 
 	"internal/sim": simulator,
 
+	"internal/app":    top,
 	"internal/report": top,
 	"cmd":             top,
 	"test":            top,

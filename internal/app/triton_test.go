@@ -1,9 +1,8 @@
-package gateway
+package app
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net/http"
 	"reflect"
@@ -20,7 +19,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
-	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 	pb "github.com/sloserve/sloserve/internal/oipgrpc/inferencepb"
 )
@@ -46,7 +45,7 @@ func TestTritonDayOne(t *testing.T) {
 	cfg.Gateway.TLSCert, cfg.Gateway.TLSKey = certFile, keyFile
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}, Build: BuildInfo{Version: "v1.2.3-test"}})
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}, Build: gateway.BuildInfo{Version: "v1.2.3-test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,32 +160,4 @@ func TestTritonDayOne(t *testing.T) {
 			t.Errorf("statistics = %v; want 3 successes (1 REST + 2 gRPC), 3 rows, ≥ 1 execution", s)
 		}
 	})
-}
-
-func TestFeasibleDeadline(t *testing.T) {
-	known := BatchCost{Fixed: 2 * time.Millisecond, PerRowNS: 1e5} // 2 ms + 0.1 ms per row
-	for _, tc := range []struct {
-		name  string
-		bound time.Duration
-		rows  int64
-		cost  BatchCost
-		ok    bool
-	}{
-		{"1 µs, cost unknown", time.Microsecond, 1, BatchCost{}, false},
-		{"at the floor, cost unknown", minRequestTimeout, 1, BatchCost{}, true},
-		{"shorter than one batch", 2 * time.Millisecond, 1, known, false},
-		{"one batch of 1 row", 2100 * time.Microsecond, 1, known, true},
-		{"one batch of 10 rows", 2100 * time.Microsecond, 10, known, false},
-		{"the SLO", time.Second, 10, known, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := feasibleDeadline(tc.bound, tc.rows, tc.cost)
-			if (err == nil) != tc.ok {
-				t.Fatalf("feasibleDeadline(%v, %d, %+v) = %v, want ok %v", tc.bound, tc.rows, tc.cost, err, tc.ok)
-			}
-			if err != nil && (!errors.Is(err, oip.ErrBadRequest) || oip.StatusOf(err) != http.StatusBadRequest) {
-				t.Errorf("error %v does not map to 400", err)
-			}
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package bench
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
@@ -91,19 +92,19 @@ func BenchProtocols(ctx context.Context, cfg ProtocolBenchConfig) (ProtocolBench
 	if cfg.Concurrency < 1 || cfg.Duration < 0 || cfg.Rounds < 1 || len(cfg.Payloads) == 0 {
 		return ProtocolBenchResult{}, errors.New("bench: need concurrency ≥ 1, duration ≥ 0, rounds ≥ 1 and payloads")
 	}
-	g, err := New(Options{})
+	g, err := gateway.New(gateway.Options{})
 	if err != nil {
 		return ProtocolBenchResult{}, err
 	}
 	defer g.Close(context.Background())
-	if err := g.AddModel(Model{Name: cfg.Model, SLO: slo.Spec{Threshold: time.Minute, Target: 0.99},
+	if err := g.AddModel(gateway.Model{Name: cfg.Model, SLO: slo.Spec{Threshold: time.Minute, Target: 0.99},
 		Policy: batching.NewNone(), Slots: cfg.Concurrency, QueueLimit: 4 * cfg.Concurrency}); err != nil {
 		return ProtocolBenchResult{}, err
 	}
-	if err := g.AddInstance(ctx, cfg.Model, Instance{ID: "bench", Addr: cfg.Worker}); err != nil {
+	if err := g.AddInstance(ctx, cfg.Model, gateway.Instance{ID: "bench", Addr: cfg.Worker}); err != nil {
 		return ProtocolBenchResult{}, err
 	}
-	h, err := g.Handler(HandlerOptions{})
+	h, err := g.Handler(gateway.HandlerOptions{})
 	if err != nil {
 		return ProtocolBenchResult{}, err
 	}

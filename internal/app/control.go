@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/dashboard"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -25,7 +26,7 @@ const quickProfileReps = 5
 // newController builds the stack's controller: one entry per model, with the scaler named by
 // cfg.Controller.Policy planning on the model's instance type — μ* from instance_type.rps when
 // configured, else from a quick profile of the model on its first ready instance.
-func newController(ctx context.Context, cfg config.Config, g *Gateway, prov provider.Provider, insts []provider.Instance, log *slog.Logger) (*controller.Controller, error) {
+func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, log *slog.Logger) (*controller.Controller, error) {
 	var models []controller.Model
 	for _, m := range cfg.Models {
 		curve, err := modelCurve(ctx, cfg, m, g, insts)
@@ -47,12 +48,12 @@ func newController(ctx context.Context, cfg config.Config, g *Gateway, prov prov
 }
 
 // modelCurve is the service-time curve the controller plans a model with.
-func modelCurve(ctx context.Context, cfg config.Config, m config.Model, g *Gateway, insts []provider.Instance) (profile.Curve, error) {
+func modelCurve(ctx context.Context, cfg config.Config, m config.Model, g *gateway.Gateway, insts []provider.Instance) (profile.Curve, error) {
 	it := m.InstanceType
 	if it.RPS > 0 {
 		return controller.LocalCurve(it.RPS, m.Slots, it.MaxBatch)
 	}
-	if cfg.Controller.Policy == config.ControllerNone {
+	if cfg.Controller.ConfiguredFleet() {
 		return controller.LocalCurve(1, 1, 1) // a static fleet plans nothing
 	}
 	for _, in := range insts {
@@ -70,7 +71,7 @@ func modelCurve(ctx context.Context, cfg config.Config, m config.Model, g *Gatew
 // mount serves, next to the gateway's OIP handler h: the dashboard at /ui (over the gateway's
 // Source), the TF Serving / KServe V1 REST API at /v1/ and the SageMaker container contract at
 // /ping and /invocations (docs/protocols.md, "Mounting"), whose default model is the first one.
-func mount(h http.Handler, cfg config.Config, g *Gateway, reg prometheus.Gatherer, ctl ControlView, token string, log *slog.Logger) (http.Handler, *dashboard.Dashboard, error) {
+func mount(h http.Handler, cfg config.Config, g *gateway.Gateway, reg prometheus.Gatherer, ctl ControlView, token string, log *slog.Logger) (http.Handler, *dashboard.Dashboard, error) {
 	specs := map[string]slo.Spec{}
 	for _, m := range cfg.Models {
 		specs[m.Name] = m.SLO.Spec()
@@ -88,17 +89,17 @@ func mount(h http.Handler, cfg config.Config, g *Gateway, reg prometheus.Gathere
 	if err != nil {
 		return nil, nil, err
 	}
-	ao := adapters.Options{Limits: oipLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}
+	ao := adapters.Options{Limits: gateway.OIPLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}
 	mux := http.NewServeMux()
 	mux.Handle("/ui", d)
 	mux.Handle("/ui/", d)
 	mux.Handle("/v1/", adapters.NewV1Handler(g, ao))
-	sm := adapters.NewSageMakerHandler(g, defaultModel(cfg, g), ao)
+	sm := adapters.NewSageMakerHandler(g, gateway.DefaultModel(cfg, g), ao)
 	mux.Handle("GET /ping", sm)
 	mux.Handle("POST /invocations", sm)
 	mux.HandleFunc("/invocations", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
-		writeGuardError(w, fmt.Errorf("%w: %s /invocations (allowed: POST)", oip.ErrMethodNotAllowed, r.Method), cfg.Gateway.RetryAfter)
+		gateway.WriteGuardError(w, fmt.Errorf("%w: %s /invocations (allowed: POST)", oip.ErrMethodNotAllowed, r.Method), cfg.Gateway.RetryAfter)
 	})
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), d, nil

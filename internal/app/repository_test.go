@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"bytes"
@@ -327,13 +327,12 @@ func TestRepositoryVersionsLoadReloadUnload(t *testing.T) {
 
 // generation returns the generation of model's published default version (0: not loaded).
 func generation(st *Stack, model string) int {
-	t := st.Gateway.repo.Load()
-	e, ok := t.models[model]
-	if !ok {
+	key := st.Gateway.ServedKey(model)
+	if key == "" {
 		return 0
 	}
 	var v, g int
-	fmt.Sscanf(strings.TrimPrefix(e.versions[e.def], model+"@"), "%d.%d", &v, &g)
+	fmt.Sscanf(strings.TrimPrefix(key, model+"@"), "%d.%d", &v, &g)
 	return g
 }
 

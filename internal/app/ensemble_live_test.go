@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/ensemble"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/models"
 	"github.com/sloserve/sloserve/internal/models/fashion"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -234,8 +235,8 @@ func streamLive(t *testing.T, url, ens string, s liveSample, order []int, params
 			t.Fatalf("request %d: %s: %v", i, body, err)
 		}
 		r.ok++
-		cls, _ := strconv.Atoi(fmt.Sprint(ans.Parameters[ParamEnsembleClasses]))
-		votes, _ := strconv.Atoi(fmt.Sprint(ans.Parameters[ParamEnsembleVotes]))
+		cls, _ := strconv.Atoi(fmt.Sprint(ans.Parameters[gateway.ParamEnsembleClasses]))
+		votes, _ := strconv.Atoi(fmt.Sprint(ans.Parameters[gateway.ParamEnsembleVotes]))
 		r.classes, r.votes = append(r.classes, cls), append(r.votes, votes)
 		if cls == s.labels[img] {
 			r.correct++
@@ -310,7 +311,7 @@ func TestEnsembleLiveBundled(t *testing.T) {
 	workers := startBundledWorkers(t, names)
 	s := loadLiveSample(t, names)
 
-	g, err := New(Options{})
+	g, err := gateway.New(gateway.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,10 +319,10 @@ func TestEnsembleLiveBundled(t *testing.T) {
 	ctx := context.Background()
 	profile := map[string]ensemble.Model{}
 	for _, n := range names {
-		if err := g.AddModel(Model{Name: n, SLO: slo.Spec{Threshold: 2 * time.Second, Target: 0.98}, Policy: &fixedPolicy{max: 8, wait: time.Millisecond}}); err != nil {
+		if err := g.AddModel(gateway.Model{Name: n, SLO: slo.Spec{Threshold: 2 * time.Second, Target: 0.98}, Policy: &fixedPolicy{max: 8, wait: time.Millisecond}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.AddInstance(ctx, n, Instance{ID: n + "-0", Addr: workers[n].addr}); err != nil {
+		if err := g.AddInstance(ctx, n, gateway.Instance{ID: n + "-0", Addr: workers[n].addr}); err != nil {
 			t.Fatal(err)
 		}
 		mi, _ := man.Model(n)
@@ -339,7 +340,7 @@ func TestEnsembleLiveBundled(t *testing.T) {
 	cfg.Interval = 2 * time.Second // 100 requests per interval on the virtual clock
 	add := func(name, sel string, members []ensemble.Model) {
 		t.Helper()
-		err := g.AddEnsemble(Ensemble{Name: name, Members: members, Default: ensemble.Constraint{Latency: 2 * time.Second, Accuracy: 0.88},
+		err := g.AddEnsemble(gateway.Ensemble{Name: name, Members: members, Default: ensemble.Constraint{Latency: 2 * time.Second, Accuracy: 0.88},
 			Selection: sel, Voting: config.VotingWeighted, Config: cfg, Clock: clock.read})
 		if err != nil {
 			t.Fatal(err)
@@ -350,7 +351,7 @@ func TestEnsembleLiveBundled(t *testing.T) {
 	add("dynamic", config.SelectionDynamic, pick(names...))
 	add("five", config.SelectionFull, pick(five...))
 	add("five-chaos", config.SelectionFull, pick(five...))
-	h, err := g.Handler(HandlerOptions{})
+	h, err := g.Handler(gateway.HandlerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +465,7 @@ func TestServeEnsembleExample(t *testing.T) {
 		}
 		json.NewDecoder(resp.Body).Decode(&ans)
 		resp.Body.Close()
-		got := []any{resp.StatusCode, ans.Parameters[ParamEnsembleClasses], ans.Parameters[ParamEnsembleVotes]}
+		got := []any{resp.StatusCode, ans.Parameters[gateway.ParamEnsembleClasses], ans.Parameters[gateway.ParamEnsembleVotes]}
 		if d := diff([]any{200, strconv.Itoa(int(set.Labels[0])), tt.votes}, got); d != "" {
 			t.Errorf("%s: status, class, votes (-want +got):\n%s", tt.ens, d)
 		}

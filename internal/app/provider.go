@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		}
 		lc := local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
 			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
-		if cfg.Controller.Policy == config.ControllerINFless {
+		if cfg.Controller.PlacesInstances() {
 			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
 			cl := cfg.Controller.Cluster
 			lc.Servers = slices.Repeat([]cluster.Resources{{CPU: cl.Threads(), GPU: cl.GPU}}, cl.Servers)
@@ -129,7 +130,7 @@ func launchFleet(ctx context.Context, cfg config.Config, prov provider.Provider,
 			log.Info("adopting running instances", "model", m.Name, "type", spec.Type, "instances", running)
 		}
 		for range m.Instances - running {
-			if cfg.Controller.Policy == config.ControllerINFless {
+			if cfg.Controller.PlacesInstances() {
 				// INFless sizes and places every instance: the first ones are b = 1 on one
 				// thread (what Alg. 1 picks for a trickle), first fit on the provider's servers.
 				if err := placeFirst(prov, &spec, m.SLO.Spec().Threshold); err != nil {
@@ -237,4 +238,27 @@ func closeProvider(prov provider.Provider) error {
 		return c.Close()
 	}
 	return nil
+}
+
+// stageRepository makes the workers' model directory of a configuration with a model
+// repository, and adds it to their arguments. It returns "" without a repository.
+func stageRepository(cfg *config.Config) (string, error) {
+	if cfg.ModelRepository == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("model_repository: %q is not a directory", cfg.ModelRepository)
+	}
+	stage, err := os.MkdirTemp("", "sloserve-repository-")
+	if err != nil {
+		return "", fmt.Errorf("model_repository: %w", err)
+	}
+	cfg.Workers.Args = append(slices.Clone(cfg.Workers.Args), "--model-dir", stage)
+	return stage, nil
+}
+
+func removeStage(stage string) {
+	if stage != "" {
+		os.RemoveAll(stage)
+	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package bench
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -98,19 +99,19 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if cfg.Concurrency < 1 || cfg.Duration < 0 || cfg.LatencyDuration < 0 || cfg.Rounds < 1 || len(cfg.Payloads) == 0 {
 		return BenchResult{}, errors.New("bench: need concurrency ≥ 1, durations ≥ 0, rounds ≥ 1 and payloads")
 	}
-	g, err := New(Options{})
+	g, err := gateway.New(gateway.Options{})
 	if err != nil {
 		return BenchResult{}, err
 	}
 	defer g.Close(context.Background())
-	if err := g.AddModel(Model{Name: cfg.Model, SLO: slo.Spec{Threshold: time.Minute, Target: 0.99},
+	if err := g.AddModel(gateway.Model{Name: cfg.Model, SLO: slo.Spec{Threshold: time.Minute, Target: 0.99},
 		Policy: batching.NewNone(), Slots: cfg.Concurrency, QueueLimit: 4 * cfg.Concurrency}); err != nil {
 		return BenchResult{}, err
 	}
-	if err := g.AddInstance(ctx, cfg.Model, Instance{ID: "bench", Addr: cfg.Worker}); err != nil {
+	if err := g.AddInstance(ctx, cfg.Model, gateway.Instance{ID: "bench", Addr: cfg.Worker}); err != nil {
 		return BenchResult{}, err
 	}
-	h, err := g.Handler(HandlerOptions{})
+	h, err := g.Handler(gateway.HandlerOptions{})
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -187,7 +188,7 @@ func serve(h http.Handler) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	srv := NewServer(h, ServerOptions{})
+	srv := gateway.NewServer(h, gateway.ServerOptions{})
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
