@@ -1,10 +1,12 @@
-package sim
+package experiment
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sloserve/sloserve/internal/sim"
 )
 
 func TestExampleConfigs(t *testing.T) {
@@ -18,7 +20,7 @@ func TestExampleConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := DefaultConfig()
+			cfg := sim.DefaultConfig()
 			if err := c.Apply(&cfg); err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,8 @@
-package sim
+package experiment
 
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,30 +49,26 @@ func TestScoreboardSample(t *testing.T) {
 	}
 }
 
-// TestScoreboardFull is the docs/scoreboard.md table: every policy, every setting, every trace
-// under testdata/traces and ../shared/data/traces, 6 hours each (several minutes of CPU).
-// SLOSERVE_SCOREBOARD=1 runs it.
-func TestScoreboardFull(t *testing.T) {
-	if os.Getenv("SLOSERVE_SCOREBOARD") == "" {
-		t.Skip("set SLOSERVE_SCOREBOARD=1 to run the full scoreboard (several minutes)")
-	}
-	if _, err := os.Stat("../../../shared/data/traces"); err != nil {
-		t.Skipf("../shared/data/traces is absent: %v", err)
-	}
-	es, notes, err := RunScoreboard(context.Background(), ScoreboardConfig{Root: "../..",
-		TraceDirs: []string{"../../testdata/traces", "../../../shared/data/traces"}, Duration: 6 * time.Hour})
+// TestScoreboardExperiment: `sloserve experiment scoreboard` over the committed traces alone
+// (no shared data), two minutes, three policies: the table has every (setting, trace, policy) that
+// could run, sagemaker's ratio is 1, one verdict per trace and setting, and sloserve meets the SLO
+// in sloserve's default setting.
+func TestScoreboardExperiment(t *testing.T) {
+	t.Parallel()
+	e, err := Lookup("scoreboard")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteScoreTable(&buf, es); err != nil {
+	o := Options{Root: "../..", Data: t.TempDir(), Duration: 2 * time.Minute, Policies: []string{"sagemaker", "mark", "sloserve"}}
+	if err := e.Run(context.Background(), o, &buf); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", buf.String())
-	for _, v := range ScoreVerdict(es) {
-		t.Log(v)
-	}
-	for _, n := range notes {
-		t.Log("skipped: ", n)
+	out := buf.String()
+	for _, want := range []string{"| setting", "| default | twitter-2017-05-25-0700-30min.rps.csv | sagemaker", "1.000 ",
+		"default / twitter-2017-05-25-0700-30min.rps.csv: sloserve meets the SLO", "default / twitter-2017-05-25-2000-30min.rps.csv: sloserve meets the SLO"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

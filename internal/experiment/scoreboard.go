@@ -1,4 +1,4 @@
-package sim
+package experiment
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -25,7 +26,7 @@ type ScoreSetting struct {
 	// Paper says whose benchmark it is and where it is documented.
 	Paper string `json:"paper"`
 	// Config is the sim config file, relative to the scoreboard's root directory; empty means
-	// the simulator's defaults (DefaultModel, 200 ms at 98 %).
+	// the simulator's defaults (sim.DefaultModel, 200 ms at 98 %).
 	Config string `json:"config"`
 	// MaxRPS rescales every trace so that its highest step rate is this many requests per second
 	// (MLProxy §3.5's rule; MArk's Twitter × 1.8 peaks at 243 req/s), so that one setting sees
@@ -133,7 +134,7 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 	}
 	policies := c.Policies
 	if len(policies) == 0 {
-		policies = Names()
+		policies = sim.Names()
 	}
 	names, paths, err := ScoreTraces(c.TraceDirs)
 	if err != nil {
@@ -154,7 +155,7 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 			}
 			fc = f
 		}
-		cfg := DefaultConfig()
+		cfg := sim.DefaultConfig()
 		cfg.SeriesPeriod = 0
 		if fc != nil {
 			if err := fc.Apply(&cfg); err != nil {
@@ -185,7 +186,7 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 			}
 			rc := cfg
 			rc.Trace = names[ti]
-			env := Env{Catalog: &cat, Model: model, SLO: rc.SLO, Load: Load(tr)}
+			env := sim.Env{Catalog: &cat, Model: model, SLO: rc.SLO, Load: sim.Load(tr)}
 			first := len(out)
 			for _, name := range policies {
 				if err := ctx.Err(); err != nil {
@@ -194,7 +195,7 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 				if fc != nil {
 					env.Decode = fc.Decoder(name)
 				}
-				p, err := New(name, env)
+				p, err := sim.New(name, env)
 				if err != nil {
 					notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Policy: name, Err: err})
 					continue
@@ -202,7 +203,7 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 				if c.Progress != nil {
 					c.Progress(st.Name, names[ti], name)
 				}
-				res, err := Run(ctx, rc, &cat, model, p, tr.Arrivals(rc.Seed))
+				res, err := sim.Run(ctx, rc, &cat, model, p, tr.Arrivals(rc.Seed))
 				if err != nil {
 					if ctx.Err() != nil {
 						return out, notes, ctx.Err()
@@ -332,4 +333,34 @@ func others(xs []string, x string) []string {
 		}
 	}
 	return out
+}
+
+func init() {
+	register(Experiment{Name: "scoreboard", Summary: "every policy on every trace under every paper's setting (docs/scoreboard.md)",
+		Doc: "docs/scoreboard.md; traces under testdata/traces and DATA/traces, 6 h each (--duration), several minutes", Run: scoreboardExperiment})
+}
+
+// scoreboardExperiment prints docs/scoreboard.md's table, the verdicts and what it skipped.
+func scoreboardExperiment(ctx context.Context, o Options, w io.Writer) error {
+	c := ScoreboardConfig{Root: o.Root, TraceDirs: []string{o.root("testdata/traces"), o.data("traces")},
+		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed}
+	if o.Duration > 0 {
+		c.Duration = o.Duration
+	}
+	c.Progress = func(setting, trace, policy string) { o.progress("%s / %s / %s", setting, trace, policy) }
+	es, notes, err := RunScoreboard(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := WriteScoreTable(w, es); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, v := range ScoreVerdict(es) {
+		fmt.Fprintln(w, v)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, "skipped:", n)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package sim
+package experiment
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/profile"
+	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -33,7 +34,7 @@ type FileConfig struct {
 	// SpotPrices is a spot price table in Cocktail's spot.csv form; SpotStep its step (default 5 min).
 	SpotPrices string        `yaml:"spot_prices"`
 	SpotStep   time.Duration `yaml:"spot_step"`
-	// Model says where the model's profiles come from (default: DefaultModel).
+	// Model says where the model's profiles come from (default: sim.DefaultModel).
 	Model *ModelConfig `yaml:"model"`
 	// Policies holds each policy's options, keyed by policy name.
 	Policies map[string]yaml.Node `yaml:"policies"`
@@ -113,7 +114,7 @@ func ParseFileConfig(r io.Reader) (*FileConfig, error) {
 	}
 	for name := range c.Policies {
 		if _, ok := policy.Lookup(policy.PortModel, name); !ok {
-			return nil, fmt.Errorf("policies.%s: %w (have %v)", name, ErrUnknownPolicy, Names())
+			return nil, fmt.Errorf("policies.%s: %w (have %v)", name, sim.ErrUnknownPolicy, sim.Names())
 		}
 	}
 	return &c, nil
@@ -127,7 +128,7 @@ func (c *FileConfig) path(p string) string {
 }
 
 // Apply sets cfg's fields the file sets.
-func (c *FileConfig) Apply(cfg *Config) error {
+func (c *FileConfig) Apply(cfg *sim.Config) error {
 	if c.SLO != nil {
 		cfg.SLO = slo.Spec{Threshold: c.SLO.Threshold, Target: c.SLO.Target}
 	}
@@ -187,10 +188,10 @@ func (c *FileConfig) Decoder(name string) func(v any) error {
 	return policy.Sections(c.Policies).Decoder(name, c.path)
 }
 
-// LoadModel builds the model profile the file describes (DefaultModel when it names none).
+// LoadModel builds the model profile the file describes (sim.DefaultModel when it names none).
 func (c *FileConfig) LoadModel() (profile.Model, error) {
 	if c == nil || c.Model == nil {
-		return DefaultModel(), nil
+		return sim.DefaultModel(), nil
 	}
 	mc := c.Model
 	m := profile.Model{Name: mc.Name, VM: map[string]profile.Backend{}}

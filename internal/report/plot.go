@@ -1,28 +1,47 @@
-package sim
+package report
 
 import (
 	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/sloserve/sloserve/internal/slo"
 )
 
-// Named is one policy's result for plotting.
-type Named struct {
+// PlotRun is one policy's run as the comparison plots draw it.
+type PlotRun struct {
+	// Policy labels the run's lines.
 	Policy string
-	Result *Result
+	// Latency is the CCDF of the run's request latencies.
+	Latency []slo.CCDFPoint
+	// Points is the run's time series.
+	Points []PlotPoint
+	// Functions draws the serverless instances too (the run used the serverless tier).
+	Functions bool
+}
+
+// PlotPoint is one point of a run's time series.
+type PlotPoint struct {
+	// At is the offset from the start of the run.
+	At time.Duration
+	// VMs and Serverless count the instances alive.
+	VMs, Serverless int
+	// CostUSD is the dollars spent so far.
+	CostUSD float64
 }
 
 // WritePlots writes three PNGs into dir: latency-ccdf.png (CCDF of latency per policy with the
 // SLO threshold as a vertical line and 1 − target as a horizontal one, like MArk Fig. 8 and
 // MLProxy Fig. 6), fleet.png (VM instances and serverless instances over time) and cost.png
 // (cumulative cost over time). It returns the files written.
-func WritePlots(dir string, runs []Named, sloMS, target float64) ([]string, error) {
+func WritePlots(dir string, runs []PlotRun, sloMS, target float64) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
 	}
@@ -47,7 +66,7 @@ func WritePlots(dir string, runs []Named, sloMS, target float64) ([]string, erro
 	ymin, xmax := 1.0, sloMS*2
 	for i, r := range runs {
 		pts := plotter.XYs{}
-		for _, c := range r.Result.Latency.CCDF() {
+		for _, c := range r.Latency {
 			if c.Exceeded <= 0 {
 				continue
 			}
@@ -89,15 +108,11 @@ func WritePlots(dir string, runs []Named, sloMS, target float64) ([]string, erro
 	fleet.Legend.Top, costp.Legend.Top = true, true
 	for i, r := range runs {
 		var vm, sl, cs plotter.XYs
-		for _, pt := range r.Result.Series.Points {
+		for _, pt := range r.Points {
 			h := pt.At.Hours()
-			n := 0
-			for _, k := range pt.Instances {
-				n += k
-			}
-			vm = append(vm, plotter.XY{X: h, Y: float64(n)})
+			vm = append(vm, plotter.XY{X: h, Y: float64(pt.VMs)})
 			sl = append(sl, plotter.XY{X: h, Y: float64(pt.Serverless)})
-			cs = append(cs, plotter.XY{X: h, Y: pt.CostVM + pt.CostServerless})
+			cs = append(cs, plotter.XY{X: h, Y: pt.CostUSD})
 		}
 		if len(vm) == 0 {
 			continue
@@ -118,7 +133,7 @@ func WritePlots(dir string, runs []Named, sloMS, target float64) ([]string, erro
 		if err := add(fleet, vm, r.Policy+" VMs", false); err != nil {
 			return files, err
 		}
-		if r.Result.Summary.ColdStarts > 0 || r.Result.Summary.CostUSD.Serverless > 0 {
+		if r.Functions {
 			if err := add(fleet, sl, r.Policy+" functions", true); err != nil {
 				return files, err
 			}
