@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/sim/des"
+
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/forecast"
@@ -78,7 +80,7 @@ type eInst struct {
 type ePool struct {
 	m       ensemble.Model
 	row     int // table row
-	q       ring
+	q       des.Ring
 	insts   []int // alive instance indices (launching, ready or interrupted)
 	late    int   // sub-requests started too late to vote before their deadline since the last control
 	served  int64
@@ -118,7 +120,7 @@ type eEngine struct {
 	pol EnsemblePolicy
 
 	now      int64
-	h        eventHeap
+	h        des.Heap
 	rec      *slo.Recorder
 	sloNS    int64
 	noiseSig float64
@@ -323,9 +325,9 @@ func (e *eEngine) setup() error {
 	e.fc = fc
 	e.minuteEnd = int64(time.Minute)
 	e.nextDyn = int64(pol.Ensemble.Interval)
-	e.h.push(int64(e.cfg.ControlPeriod), ekControl, 0)
+	e.h.Push(int64(e.cfg.ControlPeriod), ekControl, 0)
 	if e.cfg.FailAt > 0 && e.cfg.FailFraction > 0 {
-		e.h.push(int64(e.cfg.FailAt), ekFail, 0)
+		e.h.Push(int64(e.cfg.FailAt), ekFail, 0)
 	}
 	return nil
 }
@@ -439,12 +441,12 @@ func (e *eEngine) launch(pool, ti int, ready bool) {
 	if ready {
 		e.becomeReady(k)
 	} else {
-		e.h.push(e.now+int64(ty.it.LaunchDelay.Sample(e.rngCloud)), ekReady, int32(k))
+		e.h.Push(e.now+int64(ty.it.LaunchDelay.Sample(e.rngCloud)), ekReady, int32(k))
 	}
 	if ty.spot && e.cat.Spot.InterruptionsPerHour > 0 {
 		wait := e.rngCloud.ExpFloat64() / e.cat.Spot.InterruptionsPerHour * float64(time.Hour)
 		if wait < 1<<61 {
-			e.h.push(e.now+int64(wait), ekSpotNotice, int32(k))
+			e.h.Push(e.now+int64(wait), ekSpotNotice, int32(k))
 		}
 	}
 }
@@ -525,7 +527,7 @@ func (e *eEngine) loop() error {
 		if e.err != nil {
 			return e.err
 		}
-		if ok && (e.h.len() == 0 || int64(next) <= e.h.top().at) {
+		if ok && (e.h.Len() == 0 || int64(next) <= e.h.Top().At) {
 			at := int64(next)
 			if at < e.now {
 				return fmt.Errorf("arrivals go back in time: %v after %v", next, time.Duration(e.now))
@@ -536,27 +538,27 @@ func (e *eEngine) loop() error {
 			e.arrivalsDone = !ok
 			continue
 		}
-		if e.h.len() == 0 || (!ok && e.live == 0) {
+		if e.h.Len() == 0 || (!ok && e.live == 0) {
 			e.arrivalsDone = true
 			return nil
 		}
-		ev := e.h.pop()
-		e.now = ev.at
-		switch ev.kind {
+		ev := e.h.Pop()
+		e.now = ev.At
+		switch ev.Kind {
 		case ekJobDone:
-			e.jobDone(ev.id)
+			e.jobDone(ev.ID)
 		case ekDeadline:
-			e.deadline(int(ev.id))
+			e.deadline(int(ev.ID))
 		case ekReady:
-			e.becomeReady(int(ev.id))
+			e.becomeReady(int(ev.ID))
 		case ekControl:
 			e.control()
 		case ekFail:
 			e.fail()
 		case ekSpotNotice:
-			e.spotNotice(int(ev.id))
+			e.spotNotice(int(ev.ID))
 		case ekSpotReclaim:
-			e.kill(int(ev.id))
+			e.kill(int(ev.ID))
 		}
 	}
 }
@@ -609,11 +611,11 @@ func (e *eEngine) arrive() {
 		j := e.newJob()
 		e.jobs[j] = eJob{req: int32(ri), model: int32(m), inst: -1, next: -1}
 		e.jobsTotal++
-		e.pools[m].q.push(int64(j))
+		e.pools[m].q.Push(int64(j))
 	}
 	ec.models += int64(len(ec.selected))
 	ec.arrivals++
-	e.h.push(e.now+e.sloNS, ekDeadline, int32(ri))
+	e.h.Push(e.now+e.sloNS, ekDeadline, int32(ri))
 	for _, m := range ec.selected {
 		e.pump(m)
 	}
@@ -721,19 +723,19 @@ func (e *eEngine) noise() float64 {
 // answered already and failing those that waited longer than the request timeout.
 func (e *eEngine) pump(i int) {
 	p := e.pools[i]
-	for p.q.n > 0 {
-		j := int32(p.q.front())
+	for p.q.N > 0 {
+		j := int32(p.q.Front())
 		jb := &e.jobs[j]
 		r := &e.reqs[jb.req]
 		if r.answered {
-			p.q.pop()
+			p.q.Pop()
 			e.cancelled++
 			e.releaseJob(j)
 			e.resolve(int(jb.req))
 			continue
 		}
 		if e.now-r.arrival > int64(e.cfg.RequestTimeout) {
-			p.q.pop()
+			p.q.Pop()
 			e.lost++
 			e.releaseJob(j)
 			e.resolve(int(jb.req))
@@ -751,7 +753,7 @@ func (e *eEngine) pump(i int) {
 		if pick < 0 {
 			break
 		}
-		p.q.pop()
+		p.q.Pop()
 		if e.now-r.arrival > e.sloNS-int64(p.m.Latency) {
 			p.late++ // an SLO violation in the making: the reactive path scales on these
 		}
@@ -760,7 +762,7 @@ func (e *eEngine) pump(i int) {
 		in.busy++
 		jb.inst = int32(k)
 		svc := max(int64(float64(p.m.Latency)*e.noise()), 1)
-		e.h.push(e.now+svc, ekJobDone, j)
+		e.h.Push(e.now+svc, ekJobDone, j)
 	}
 }
 
@@ -836,7 +838,7 @@ func (e *eEngine) control() {
 		e.pools[i].late = 0
 	}
 	if !e.arrivalsDone || e.live > 0 {
-		e.h.push(e.now+int64(period), ekControl, 0)
+		e.h.Push(e.now+int64(period), ekControl, 0)
 	}
 }
 
@@ -915,7 +917,7 @@ func (e *eEngine) spotNotice(k int) {
 	}
 	e.interrupts++
 	in.accepting, in.notified = false, true
-	e.h.push(e.now+int64(e.cat.Spot.Notice), ekSpotReclaim, int32(k))
+	e.h.Push(e.now+int64(e.cat.Spot.Notice), ekSpotReclaim, int32(k))
 }
 
 func (e *eEngine) finish() *EnsembleResult {
