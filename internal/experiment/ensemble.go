@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cost"
-	"github.com/sloserve/sloserve/internal/sim"
+	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -22,31 +22,31 @@ func init() {
 type EnsembleRow struct {
 	Policy   string
 	Fail     float64
-	Result   *sim.EnsembleResult
+	Result   *simens.EnsembleResult
 	Duration time.Duration
 }
 
 // EnsembleExplore runs each ensemble policy (all when names is empty) on data and tr, once without
 // failures and once losing fail of every pool half-way through the trace.
-func EnsembleExplore(ctx context.Context, data *sim.CocktailData, tr *trace.Trace, names []string, fail float64) ([]EnsembleRow, error) {
+func EnsembleExplore(ctx context.Context, data *simens.CocktailData, tr *trace.Trace, names []string, fail float64) ([]EnsembleRow, error) {
 	var rows []EnsembleRow
-	for _, name := range sim.EnsemblePolicyNames() {
+	for _, name := range simens.EnsemblePolicyNames() {
 		if !keep(names, name) {
 			continue
 		}
 		for _, f := range []float64{0, fail} {
-			cfg := sim.DefaultEnsembleConfig()
+			cfg := simens.DefaultEnsembleConfig()
 			if f > 0 {
 				cfg.FailAt, cfg.FailFraction = tr.Duration()/2, f
 			}
-			pol, err := sim.NewEnsemblePolicy(name)
+			pol, err := simens.NewEnsemblePolicy(name)
 			if err != nil {
 				return rows, err
 			}
 			cfg.SpotPrices = data.SpotPrices
 			cat := cost.DefaultCatalog()
 			start := time.Now()
-			res, err := sim.RunEnsemble(ctx, cfg, &cat, sim.NewEnsembleWorkload(data, tr, cfg.Seed), pol)
+			res, err := simens.RunEnsemble(ctx, cfg, &cat, simens.NewEnsembleWorkload(data, tr, cfg.Seed), pol)
 			if err != nil {
 				return rows, fmt.Errorf("%s: %w", name, err)
 			}
@@ -58,15 +58,15 @@ func EnsembleExplore(ctx context.Context, data *sim.CocktailData, tr *trace.Trac
 
 // ensembleExploreExperiment prints one row per policy and failure, with its selections and pools.
 func ensembleExploreExperiment(ctx context.Context, o Options, w io.Writer) error {
-	data, err := sim.LoadCocktailData(o.Data)
+	data, err := simens.LoadCocktailData(o.Data)
 	if err != nil {
 		return err
 	}
-	tr, err := trace.Open(o.data(sim.CocktailTwitterTrace))
+	tr, err := trace.Open(o.data(simens.CocktailTwitterTrace))
 	if err != nil {
 		return err
 	}
-	to, err := sim.CocktailTraceOptions(tr, o.Duration, 0)
+	to, err := simens.CocktailTraceOptions(tr, o.Duration, 0)
 	if err == nil {
 		tr, err = tr.With(to)
 	}

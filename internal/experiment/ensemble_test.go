@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/sim"
+	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
 	"github.com/sloserve/sloserve/internal/trace"
 )
 
@@ -19,15 +19,15 @@ import (
 // and meets the accuracy target more often than infaas (issue 7's acceptance).
 func TestEnsembleExploreAccounts(t *testing.T) {
 	t.Parallel()
-	data, err := sim.LoadCocktailData(fixture)
+	data, err := simens.LoadCocktailData(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := trace.Open(filepath.Join(fixture, sim.CocktailTwitterTrace))
+	tr, err := trace.Open(filepath.Join(fixture, simens.CocktailTwitterTrace))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := sim.CocktailTraceOptions(tr, 10*time.Minute, 0)
+	o, err := simens.CocktailTraceOptions(tr, 10*time.Minute, 0)
 	if err == nil {
 		tr, err = tr.With(o)
 	}
@@ -41,7 +41,7 @@ func TestEnsembleExploreAccounts(t *testing.T) {
 	var b strings.Builder
 	WriteEnsembleRows(&b, rows, false)
 	t.Logf("\n%s", b.String())
-	if want := 2 * len(sim.EnsemblePolicyNames()); len(rows) != want {
+	if want := 2 * len(simens.EnsemblePolicyNames()); len(rows) != want {
 		t.Fatalf("%d rows, want %d", len(rows), want)
 	}
 	by := map[string]EnsembleRow{}

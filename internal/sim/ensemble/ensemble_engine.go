@@ -1,4 +1,4 @@
-package sim
+package ensemble
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/sim"
 
 	"github.com/sloserve/sloserve/internal/sim/des"
 
@@ -195,7 +197,7 @@ func RunEnsemble(ctx context.Context, cfg EnsembleConfig, cat *cost.Catalog, w E
 		cat = &c
 	}
 	if cfg.Epoch.IsZero() {
-		cfg.Epoch = DefaultEpoch
+		cfg.Epoch = sim.DefaultEpoch
 	}
 	ocfg := cfg.Oracle
 	ocfg.Seed = cfg.Seed

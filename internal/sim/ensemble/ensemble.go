@@ -1,6 +1,7 @@
-package sim
+package ensemble
 
 import (
+	"github.com/sloserve/sloserve/internal/sim"
 	"errors"
 	"fmt"
 	"math"
@@ -72,7 +73,7 @@ type EnsembleWorkload struct {
 	// Constraints are the request classes; each request draws one by Weight.
 	Constraints []EnsembleConstraint
 	// Arrivals are the request arrivals; Trace names them.
-	Arrivals Arrivals
+	Arrivals sim.Arrivals
 	Trace    string
 	// InitialRPS is the request rate at the start (the warm fleet is sized for it); PeakRPS the
 	// highest one-minute rate (static pools are sized for it); requests per second.
@@ -93,7 +94,7 @@ type EnsembleConfig struct {
 	ControlPeriod time.Duration
 	// RequestTimeout is the longest a model's sub-request waits in its pool's queue; > 0.
 	RequestTimeout time.Duration
-	// Epoch is the virtual wall-clock time of offset 0 (zero = DefaultEpoch).
+	// Epoch is the virtual wall-clock time of offset 0 (zero = sim.DefaultEpoch).
 	Epoch time.Time
 	// Types are the procurement options of every pool; non-empty.
 	Types []EnsembleType
@@ -123,10 +124,10 @@ func DefaultEnsembleConfig() EnsembleConfig {
 	return EnsembleConfig{
 		SLO:            slo.Spec{Threshold: DefaultEnsembleSLO, Target: 0.98},
 		Seed:           1,
-		NoiseCV:        DefaultNoiseCV,
+		NoiseCV:        sim.DefaultNoiseCV,
 		ControlPeriod:  DefaultEnsembleControlPeriod,
-		RequestTimeout: DefaultRequestTimeout,
-		Epoch:          DefaultEpoch,
+		RequestTimeout: sim.DefaultRequestTimeout,
+		Epoch:          sim.DefaultEpoch,
 		Types:          DefaultEnsembleTypes(),
 		Oracle:         ensemble.DefaultSimConfig(1, 1),
 		AccuracyWindow: DefaultAccuracyWindow,

@@ -1,4 +1,4 @@
-package sim
+package ensemble
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/ensemble"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/trace"
 )
 
@@ -157,8 +158,8 @@ func TestEnsembleConfigValidate(t *testing.T) {
 }
 
 func TestNewEnsemblePolicyUnknown(t *testing.T) {
-	if _, err := NewEnsemblePolicy("nope"); !errors.Is(err, ErrUnknownPolicy) {
-		t.Errorf("NewEnsemblePolicy(nope) = %v, want ErrUnknownPolicy", err)
+	if _, err := NewEnsemblePolicy("nope"); !errors.Is(err, policy.ErrUnknown) {
+		t.Errorf("NewEnsemblePolicy(nope) = %v, want policy.ErrUnknown", err)
 	}
 }
 

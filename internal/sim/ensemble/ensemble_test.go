@@ -1,4 +1,4 @@
-package sim
+package ensemble
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // sharedData is the shared data directory as seen from this package.
-const sharedData = "../../../shared/data"
+const sharedData = "../../../../shared/data"
 
 // acceptanceDuration is the trace sample of the acceptance tests: Cocktail's full hour with
 // SLOSERVE_LONG set, else its first 20 minutes (so the tests stay well under a minute with -race).
