@@ -1,9 +1,9 @@
 package ensemble
 
 import (
-	"github.com/sloserve/sloserve/internal/sim"
 	"errors"
 	"fmt"
+	"github.com/sloserve/sloserve/internal/sim"
 	"math"
 	"time"
 
