@@ -2,7 +2,6 @@ package ensemble
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/policy"
@@ -66,8 +65,4 @@ func NewEnsemblePolicy(name string) (EnsemblePolicy, error) {
 
 func singleModel(cand []ensemble.Model, target, margin float64) ensemble.Model {
 	return cocktail.SingleModel(cand, target, margin)
-}
-
-func poolSlots(rps float64, lat time.Duration, beta float64) float64 {
-	return cocktail.PoolSlots(rps, lat, beta)
 }
