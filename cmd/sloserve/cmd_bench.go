@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
+	"github.com/sloserve/sloserve/internal/load/bench"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/local"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -40,10 +40,10 @@ func runBench(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	if o.protocols != nil {
-		return benchProtocols(ctx, e, gateway.ProtocolBenchConfig{Worker: addr, Model: o.model, Payloads: payloads, Protocols: o.protocols,
+		return benchProtocols(ctx, e, bench.ProtocolBenchConfig{Worker: addr, Model: o.model, Payloads: payloads, Protocols: o.protocols,
 			Concurrency: o.conc, Duration: o.dur, Rounds: o.rounds}, o.asJSON, rt)
 	}
-	r, err := gateway.Bench(ctx, gateway.BenchConfig{Worker: addr, Model: o.model, Payloads: payloads,
+	r, err := bench.Bench(ctx, bench.BenchConfig{Worker: addr, Model: o.model, Payloads: payloads,
 		Concurrency: o.conc, Duration: o.dur, LatencyDuration: o.latDur, Rounds: o.rounds})
 	if err != nil {
 		return fmt.Errorf("bench gateway: %w", err)
@@ -98,10 +98,10 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	switch *protocol {
 	case "":
 	case "all":
-		o.protocols = gateway.Protocols
+		o.protocols = bench.Protocols
 	default:
-		if !slices.Contains(gateway.Protocols, *protocol) {
-			return o, usagef("bench gateway: --protocol must be one of %v or all, got %q", gateway.Protocols, *protocol)
+		if !slices.Contains(bench.Protocols, *protocol) {
+			return o, usagef("bench gateway: --protocol must be one of %v or all, got %q", bench.Protocols, *protocol)
 		}
 		o.protocols = []string{*protocol}
 	}
@@ -133,10 +133,10 @@ func benchWorker(ctx context.Context, model string) (*local.Provider, string, st
 	return prov, in.Addr, rt, nil
 }
 
-// benchProtocols runs gateway.BenchProtocols and prints each protocol's throughput and its ratio
+// benchProtocols runs bench.BenchProtocols and prints each protocol's throughput and its ratio
 // to rest-json's.
-func benchProtocols(ctx context.Context, e env, cfg gateway.ProtocolBenchConfig, asJSON bool, rt string) error {
-	r, err := gateway.BenchProtocols(ctx, cfg)
+func benchProtocols(ctx context.Context, e env, cfg bench.ProtocolBenchConfig, asJSON bool, rt string) error {
+	r, err := bench.BenchProtocols(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bench gateway: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
@@ -173,7 +174,7 @@ func driveDemo(ctx context.Context, o demoOptions, progress io.Writer, log *slog
 	cfg, m := demoConfig(o)
 	fmt.Fprintf(progress, "starting %d %s worker(s) for %s (runtime %s), batching %s ...\n", o.instances, "sloserve", o.model, cfg.Workers.Runtime, o.policy)
 	bv := readBuildVersion()
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
+	st, err := app.Start(ctx, cfg, app.StackOptions{Logger: log, Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return demoRun{}, fmt.Errorf("demo: %w", err)
 	}
@@ -234,7 +235,7 @@ func demoArrivals(o demoOptions, ctl config.Controller) (arrivals trace.Source, 
 
 // startDemoChaos starts the chaos monkey on the stack's worker processes under --chaos (else it
 // returns a nil monkey); stop ends it and waits for it.
-func startDemoChaos(ctx context.Context, o demoOptions, st *gateway.Stack, progress io.Writer, log *slog.Logger) (monkey *chaos.Monkey, stop func(), err error) {
+func startDemoChaos(ctx context.Context, o demoOptions, st *app.Stack, progress io.Writer, log *slog.Logger) (monkey *chaos.Monkey, stop func(), err error) {
 	if !o.chaos {
 		return nil, func() {}, nil
 	}

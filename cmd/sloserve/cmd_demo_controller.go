@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
-	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -73,7 +73,7 @@ func demoRamp(rps float64, dur time.Duration) (trace.Source, string) {
 // fillCost sets the Summary's instance hours and cost from the controller's accounting between
 // two views (nominal price × instance-seconds for local workers) and the instance timeline
 // extras.
-func fillCost(s *slo.Summary, st *gateway.Stack, model, typ string, before controller.View, since time.Time) []controller.Point {
+func fillCost(s *slo.Summary, st *app.Stack, model, typ string, before controller.View, since time.Time) []controller.Point {
 	after, _ := st.Controller.View(model)
 	secs := after.InstanceSeconds - before.InstanceSeconds
 	usd := after.CostUSD - before.CostUSD

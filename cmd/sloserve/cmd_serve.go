@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway"
@@ -40,7 +41,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	defer tr.Shutdown(context.Background())
 	bv := readBuildVersion()
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{Logger: log, Tracing: tr, Env: workerEnv,
+	st, err := app.Start(ctx, cfg, app.StackOptions{Logger: log, Tracing: tr, Env: workerEnv,
 		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -128,7 +129,7 @@ func serveTracing(ctx context.Context, cfg config.Config, log *slog.Logger) (*te
 }
 
 // serveUntilDone serves until ctx ends, rescanning the model repository on every SIGHUP.
-func serveUntilDone(ctx context.Context, st *gateway.Stack, cfg config.Config, log *slog.Logger) {
+func serveUntilDone(ctx context.Context, st *app.Stack, cfg config.Config, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

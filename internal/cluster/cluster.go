@@ -128,6 +128,17 @@ func (c *Cluster) FreeVectors(fn func(FreeVector) bool) {
 	}
 }
 
+// FreeVectorOf is the FreeVector with free-resource vector free (its lowest-numbered server and
+// how many servers have it), or false when no server has exactly free left. A scheduler that keeps
+// the FreeVectors list across its own placements refreshes the two vectors a placement changes.
+func (c *Cluster) FreeVectorOf(free Resources) (FreeVector, bool) {
+	h := c.byFree[free]
+	if h == nil || h.Len() == 0 {
+		return FreeVector{}, false
+	}
+	return FreeVector{Free: free, Server: h.ids[0], Count: h.Len()}, true
+}
+
 // FragmentRatio is INFless §5.3's resource fragment ratio: the unallocated resources on active
 // servers (servers with anything allocated) divided by those servers' total resources, with CPU and
 // GPU folded by β. An idle cluster has ratio 0.

@@ -360,8 +360,8 @@ func (c Config) Validate() error {
 	if err := c.Controller.Validate(); err != nil {
 		return err
 	}
-	if port, name, _ := PolicyName(c.Controller.Policy); c.Provider.Kind == ProviderKubernetes && needsServers(port, name) {
-		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", name)
+	if c.Provider.Kind == ProviderKubernetes && c.Controller.PlacesInstances() {
+		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", c.Controller.Policy)
 	}
 	if len(c.Models) == 0 && c.ModelRepository == "" {
 		return errors.New("models: at least one model is required (or a model_repository)")

@@ -212,3 +212,19 @@ func (t InstanceType) validate(p string) error {
 	}
 	return nil
 }
+
+// PlacesInstances reports whether the controller's policy places instances on
+// controller.cluster's servers (its registration needs servers: INFless's), so that the provider
+// must account for them.
+func (c Controller) PlacesInstances() bool {
+	port, name, _ := PolicyName(c.Policy)
+	return needsServers(port, name)
+}
+
+// ConfiguredFleet reports whether the controller's policy keeps each model's configured instance
+// count (its registration's CapsConfiguredFleet: none, fixed), so that it plans nothing.
+func (c Controller) ConfiguredFleet() bool {
+	port, name, _ := PolicyName(c.Policy)
+	s, ok := policy.Lookup(port, name)
+	return ok && s.Caps&policy.CapsConfiguredFleet != 0
+}

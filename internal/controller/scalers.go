@@ -72,15 +72,16 @@ func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time
 		return Model{}, fmt.Errorf("controller %s: policy %s has no VM fleet to scale (it serves from a serverless tier, which the live providers lack)", m.Name, name)
 	}
 	out.Scaler = pm.Scaler
-	switch name {
-	case "fixed":
+	spec, _ := policy.Lookup(port, name)
+	switch {
+	case spec.Caps&policy.CapsConfiguredFleet != 0:
 		out.Min, out.Max = 0, 0 // the configured count is the fleet
-	case "sloserve":
-		// sloserve's keep-alive may scale an idle model to zero (min_instances 0).
+	case spec.Caps&policy.CapsScaleToZero != 0:
+		// Its keep-alive may scale an idle model to zero (min_instances 0).
 	default:
 		out.Min = max(out.Min, 1)
 	}
-	if name == "mark" || name == "sloserve" {
+	if spec.Caps&policy.CapsBatchPerType != 0 {
 		// A configured rate says nothing about batching gains: MArk's N_batch from LocalCurve
 		// would cap batches at RT_max·rps/slots; the model's batching policy decides instead.
 		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0

@@ -209,6 +209,12 @@ func inferTarget(path string) (model, version string, ok bool) {
 	return model, version, true
 }
 
+// WriteGuardError answers err as JSON with its status (oip.StatusOf) and, for 429 and 503, a
+// Retry-After of err's own or retryAfter: the answer of a request refused before any handler.
+func WriteGuardError(w http.ResponseWriter, err error, retryAfter time.Duration) {
+	writeGuardError(w, err, retryAfter)
+}
+
 func writeGuardError(w http.ResponseWriter, err error, retryAfter time.Duration) {
 	code := oip.StatusOf(err)
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {

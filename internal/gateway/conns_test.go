@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 )
 
@@ -259,4 +262,72 @@ func TestConnBudgetGRPCStreams(t *testing.T) {
 			t.Errorf("after one RPC: fresh %v, streams %d, idle %v; want false, 0, true", bc.fresh, bc.streams, bc.el != nil)
 		}
 	}
+}
+
+// Slow clients cannot hold the gateway's connections: a client trickling its headers is cut
+// at ReadHeaderTimeout, one trickling its body at ReadTimeout, and oversized headers get 431.
+func TestSlowClientsAreCutOff(t *testing.T) {
+	g, err := New(Options{Backend: &fakeBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background())
+	h, err := g.Handler(HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(h, ServerOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
+		WriteTimeout: time.Second, IdleTimeout: time.Second, MaxHeaderBytes: 4 << 10})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	// trickle writes first, then one byte every 50 ms, and returns how long the server kept the
+	// connection (until a write fails or a read sees the close).
+	trickle := func(first string, each string) time.Duration {
+		t.Helper()
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		conn.Write([]byte(first))
+		closed := make(chan struct{})
+		go func() { io.Copy(io.Discard, conn); close(closed) }()
+		for time.Since(start) < 5*time.Second {
+			select {
+			case <-closed:
+				return time.Since(start)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte(each)); err != nil {
+				return time.Since(start)
+			}
+		}
+		return time.Since(start)
+	}
+	if d := trickle("POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n", "X-A: b\r\n"); d > 2*time.Second {
+		t.Errorf("slow headers held the connection for %v, want cut near the 200 ms read-header timeout", d)
+	}
+	if d := trickle("POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{", " "); d > 2*time.Second {
+		t.Errorf("slow body held the connection for %v, want cut near the 400 ms read timeout", d)
+	}
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", bytes.Repeat([]byte("a"), 16<<10))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized headers (-want +got): -431 +%d", resp.StatusCode)
+	}
+	_ = oip.DefaultLimits
 }

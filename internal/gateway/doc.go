@@ -16,6 +16,7 @@
 // dispatch; 502/503 when the instance fails or cannot be reached (an unreachable instance's
 // batch first goes to another usable instance); 503 for requests still waiting at Close.
 // Instances come and go with AddInstance/RemoveInstance (drain) or Sync/Watch over a provider.
-// Start wires a whole stack (config, local workers, gateway, http.Server); Bench measures the
-// gateway against a direct call and a bare httputil.ReverseProxy.
+// Listen opens the gateway's listeners (HTTP, gRPC, admin) behind its connection and body
+// budgets; package app composes a whole stack (providers, controller, dashboard) around it, and
+// package load/bench measures it.
 package gateway

@@ -46,8 +46,8 @@ func EnsembleFromConfig(c config.Ensemble) (Ensemble, error) {
 
 func msToDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
-// addEnsembles adds cfg's ensembles to g (after its models).
-func addEnsembles(g *Gateway, cfg config.Config) error {
+// AddEnsembles adds cfg's ensembles to g (after its models).
+func AddEnsembles(g *Gateway, cfg config.Config) error {
 	for _, c := range cfg.Ensembles {
 		e, err := EnsembleFromConfig(c)
 		if err != nil {

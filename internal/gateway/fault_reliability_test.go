@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -96,96 +95,6 @@ func TestAttemptTimeout(t *testing.T) {
 				t.Errorf("attemptTimeout (-want +got): -%v +%v", c.want, got)
 			}
 		})
-	}
-}
-
-func TestAdmit(t *testing.T) {
-	now := time.Unix(1000, 0)
-	ms := time.Millisecond
-	per := func(fixed time.Duration, perRow time.Duration) BatchCost {
-		return BatchCost{Fixed: fixed, PerRowNS: float64(perRow)}
-	}
-	for _, c := range []struct {
-		name     string
-		f        AdmissionFacts
-		deadline time.Duration
-		admit    bool
-		done     time.Duration
-	}{
-		{"no estimate yet: two rounds", AdmissionFacts{Queued: 2, MaxBatch: 1, Slots: 1}, ms, true, 0},
-		{"no estimate yet: the batches in flight aside", AdmissionFacts{Queued: 2, MaxBatch: 1, Slots: 1, Busy: 1}, ms, true, 0},
-		{"no estimate yet: not three", AdmissionFacts{Queued: 3, MaxBatch: 1, Slots: 1, Busy: 1}, time.Hour, false, 0},
-		{"no instance usable: wait for one", AdmissionFacts{Queued: 1000, MaxBatch: 1, Cost: per(time.Second, 0)}, ms, true, 0},
-		{"empty queue, free slot: always", AdmissionFacts{Queued: 1, Slots: 1, Cost: per(time.Hour, 0)}, ms, true, 0},
-		{"empty queue, every slot busy: estimated", AdmissionFacts{Queued: 1, Slots: 1, Busy: 1, BusyLeft: 5 * ms, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25},
-			24 * ms, false, 15 * ms},
-		{"one round and the margin fit", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25}, 20 * ms, true, 10 * ms},
-		{"one round without the margin does not", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 40 * ms, Margin: 0.25}, 19 * ms, false, 10 * ms},
-		{"margin scales with the budget", AdmissionFacts{Queued: 8, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0), Budget: 200 * ms, Margin: 0.25}, 59 * ms, false, 10 * ms},
-		{"two rounds do not", AdmissionFacts{Queued: 9, MaxBatch: 8, Slots: 1, Cost: per(10*ms, 0)}, 25 * ms, false, 20 * ms},
-		{"slots in parallel", AdmissionFacts{Queued: 16, MaxBatch: 8, Slots: 2, Cost: per(10*ms, 0)}, 25 * ms, true, 15 * ms},
-		{"max batch 0 counts as 1", AdmissionFacts{Queued: 3, Slots: 1, Cost: per(10*ms, 0)}, 35 * ms, false, 30 * ms},
-		{"batches in flight: their time left", AdmissionFacts{Queued: 8, MaxBatch: 2, Slots: 1, Busy: 1, BusyLeft: 4 * ms, Cost: per(10*ms, 0)}, 60 * ms, true, 44 * ms},
-		{"per row: small batches stay cheap", AdmissionFacts{Queued: 4, QueuedRows: 4, Rows: 1, MaxBatch: 4, Slots: 1, Busy: 1, Cost: per(ms, ms/100)}, 10 * ms, true, ms + 40*time.Microsecond},
-		{"per row: a large request is its rows", AdmissionFacts{Queued: 2, QueuedRows: 8001, Rows: 8000, MaxBatch: 4, Slots: 1, Busy: 1, Cost: per(ms, ms/100)}, 60 * time.Second, true, 81*ms + 10*time.Microsecond},
-		{"per row: behind a large request", AdmissionFacts{Queued: 2, QueuedRows: 2, Rows: 1, MaxBatch: 1, Slots: 1, Busy: 1, BusyLeft: 80 * ms, Cost: per(ms, ms/100)}, 50 * ms, false, 82*ms + 20*time.Microsecond},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			a := Admit(c.f, now.Add(c.deadline), now)
-			var done time.Duration
-			if !a.Done.IsZero() {
-				done = a.Done.Sub(now)
-			}
-			if a.Admit != c.admit || done != c.done {
-				t.Errorf("Admit (-want +got): -%v %v +%v %v (%s)", c.admit, c.done, a.Admit, done, a.Reason)
-			}
-			if !a.Admit && a.RetryAfter < time.Second {
-				t.Errorf("RetryAfter of a refusal = %v, want ≥ 1 s", a.RetryAfter)
-			}
-		})
-	}
-}
-
-// The cost fit: per row once batch sizes vary, so one large batch moves the slope rather than
-// the time of small batches; half fixed, half per row while every batch had the same rows; and a
-// worker whose batch times swing is not taken for fast by its last run of quick batches.
-func TestCostFit(t *testing.T) {
-	var f estimator
-	for range 20 {
-		f.observe(1, 2*time.Millisecond)
-	}
-	if got := f.cost().Of(1); got != 2*time.Millisecond {
-		t.Errorf("one size seen: cost of its rows = %v, want 2ms", got)
-	}
-	if got := f.cost().Of(8); got <= 2*time.Millisecond {
-		t.Errorf("one size seen: 8 rows cost %v, want more than 1 row's", got)
-	}
-	f.observe(8000, 2*time.Second) // one huge batch: 2 ms + 0.25 ms per row
-	if got := f.cost().Of(1); got > 3*time.Millisecond {
-		t.Errorf("after one 8,000-row batch, a 1-row batch is estimated at %v, want ≈ 2 ms", got)
-	}
-	if got := f.cost().Of(8000); got < time.Second || got > 3*time.Second {
-		t.Errorf("after one 8,000-row batch, 8,000 rows are estimated at %v, want ≈ 2 s", got)
-	}
-	var g estimator
-	for i := range 400 { // 1 ms + 0.1 ms per row, rows 1..4
-		r := int64(1 + i%4)
-		g.observe(r, time.Millisecond+time.Duration(r)*100*time.Microsecond)
-	}
-	c := g.cost()
-	if d := c.Fixed - time.Millisecond; d < -time.Microsecond || d > time.Microsecond || c.PerRowNS < 99e3 || c.PerRowNS > 101e3 {
-		t.Errorf("fit of 1 ms + 0.1 ms/row: %+v", c)
-	}
-	var h estimator // runs of ten 0.4 ms batches between ten of 20 ms: 10.2 ms on average
-	for i := range 400 {
-		d := 20 * time.Millisecond
-		if i%20 >= 10 {
-			d = 400 * time.Microsecond
-		}
-		h.observe(1, d)
-	}
-	if got := h.cost().Of(1); got < 8*time.Millisecond {
-		t.Errorf("after a run of quick batches of a swinging worker (10.2 ms on average), a batch is estimated at %v, want ≥ 8 ms", got)
 	}
 }
 
@@ -303,68 +212,5 @@ func TestAdmissionByDeadline(t *testing.T) {
 	}
 	if !errors.Is(ErrBatchTimeout, oip.ErrDeadline) {
 		t.Errorf("ErrBatchTimeout does not map to 504")
-	}
-}
-
-// The miss controller raises the margin on deadline misses and lowers it slowly on requests in
-// time, settling where missTarget of them miss, within [marginFloor, marginCap]; between outcomes
-// it relaxes towards the floor.
-func TestMissControl(t *testing.T) {
-	var m missControl
-	now := time.Unix(1000, 0)
-	if got := m.outcome(false, now); got >= marginStart {
-		t.Errorf("after one request in time: %v, want below the start %v", got, marginStart)
-	}
-	for range 100 {
-		m.outcome(true, now)
-	}
-	if m.frac != marginCap {
-		t.Errorf("after 100 misses: %v, want the cap %v", m.frac, marginCap)
-	}
-	if got := m.outcome(false, now.Add(marginRelax)); got > marginFloor+(marginCap-marginFloor)/math.E+1e-9 {
-		t.Errorf("one relaxation time later: %v, want ≤ floor + (cap − floor)/e", got)
-	}
-	now = now.Add(marginRelax)
-	for range 100000 {
-		m.outcome(false, now)
-	}
-	if m.frac != marginFloor {
-		t.Errorf("after 100,000 requests in time: %v, want the floor %v", m.frac, marginFloor)
-	}
-	// At the target miss rate, outcomes at one instant, the fraction stays put on average.
-	m.frac = 0.5
-	every := int(math.Round(1 / missTarget))
-	for i := range 100000 {
-		m.outcome(i%every == 0, now)
-	}
-	if m.frac < 0.4 || m.frac > 0.6 {
-		t.Errorf("at the target miss rate (one in %d) the fraction drifted from 0.5 to %v", every, m.frac)
-	}
-}
-
-// An answered request counts against the margin when it overran admission's estimate by more
-// than the margin, whether or not it then missed its deadline; one admitted without an estimate
-// only when it missed.
-func TestBeyondMargin(t *testing.T) {
-	var e estimator
-	e.margin.Store(math.Float64bits(0.2))
-	e.batches.Store(overrunWarmup)
-	t0 := time.Unix(1000, 0)
-	c := &call{arrival: t0, deadline: t0.Add(200 * time.Millisecond), expect: t0.Add(50 * time.Millisecond)}
-	for _, tc := range []struct {
-		done time.Duration
-		want bool
-	}{{50 * time.Millisecond, false}, {90 * time.Millisecond, false}, {91 * time.Millisecond, true}, {10 * time.Millisecond, false}} {
-		if got := e.beyondMargin(c, t0.Add(tc.done)); got != tc.want {
-			t.Errorf("estimate 50 ms, margin 0.2 × 200 ms, answered at %v: beyond = %v, want %v", tc.done, got, tc.want)
-		}
-	}
-	if e.beyondMargin(&call{arrival: t0, deadline: t0.Add(200 * time.Millisecond)}, t0.Add(time.Second)) {
-		t.Error("admitted without an estimate: beyond the margin, want not (its deadline decides)")
-	}
-	var cold estimator
-	cold.margin.Store(math.Float64bits(0.2))
-	if cold.beyondMargin(c, t0.Add(time.Second)) {
-		t.Errorf("before %d batches: beyond the margin, want not (a cold fit overruns by design)", overrunWarmup)
 	}
 }

@@ -650,32 +650,9 @@ func stageFile(src, dst string) error {
 	return out.Close()
 }
 
-// stageRepository makes the workers' model directory of a configuration with a model
-// repository, and adds it to their arguments. It returns "" without a repository.
-func stageRepository(cfg *config.Config) (string, error) {
-	if cfg.ModelRepository == "" {
-		return "", nil
-	}
-	if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("model_repository: %q is not a directory", cfg.ModelRepository)
-	}
-	stage, err := os.MkdirTemp("", "sloserve-repository-")
-	if err != nil {
-		return "", fmt.Errorf("model_repository: %w", err)
-	}
-	cfg.Workers.Args = append(slices.Clone(cfg.Workers.Args), "--model-dir", stage)
-	return stage, nil
-}
-
-func removeStage(stage string) {
-	if stage != "" {
-		os.RemoveAll(stage)
-	}
-}
-
-// defaultModel is the model of the SageMaker routes: the first configured model, else the
+// DefaultModel is the model of the SageMaker routes: the first configured model, else the
 // first repository model loaded at start.
-func defaultModel(cfg config.Config, g *Gateway) string {
+func DefaultModel(cfg config.Config, g *Gateway) string {
 	if len(cfg.Models) > 0 {
 		return cfg.Models[0].Name
 	}
@@ -683,4 +660,18 @@ func defaultModel(cfg config.Config, g *Gateway) string {
 		return slices.Sorted(maps.Keys(t.models))[0]
 	}
 	return ""
+}
+
+// ServedKey is the internal model name (name@version.generation) serving model's default
+// repository version, or "" when the model is not loaded from the repository.
+func (g *Gateway) ServedKey(model string) string {
+	t := g.repo.Load()
+	if t == nil {
+		return ""
+	}
+	e, ok := t.models[model]
+	if !ok {
+		return ""
+	}
+	return e.versions[e.def]
 }

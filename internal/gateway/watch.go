@@ -103,3 +103,9 @@ func (b *batcher) list() ([]Instance, bool) {
 	}
 	return <-out, true
 }
+
+// readyWaiter is a provider that can wait for one instance (local.Provider): a repository load
+// waits on it per launched instance.
+type readyWaiter interface {
+	WaitReady(ctx context.Context, id string) (provider.Instance, error)
+}

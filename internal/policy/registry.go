@@ -31,6 +31,22 @@ const (
 	NeedsServers
 )
 
+// Caps are capability flags: what a policy does that the runtime driving it must know (the
+// live controller bounds its fleet by them), so that no runtime compares policy names.
+type Caps uint
+
+const (
+	// CapsScaleToZero: the policy may release an idle model's last instance (its keep-alive
+	// decides); other policies keep at least one instance live.
+	CapsScaleToZero Caps = 1 << iota
+	// CapsConfiguredFleet: the fleet is the configured count; the runtime applies no bounds.
+	CapsConfiguredFleet
+	// CapsBatchPerType: launches carry a per-type batch size the policy derived from the
+	// service curve (MArk §4.3); where the curve is a configured rate rather than a measured
+	// one, the runtime's batching policy decides instead.
+	CapsBatchPerType
+)
+
 // Spec registers one policy.
 type Spec struct {
 	// Name is the policy's name in configuration files, flags and Summaries; unique per port (one
@@ -42,6 +58,8 @@ type Spec struct {
 	Port Port
 	// Needs are the facilities the world must provide.
 	Needs Needs
+	// Caps are what the policy does that its runtime must know.
+	Caps Caps
 	// Options returns a pointer to the policy's default options — the one schema that serve and
 	// sim configurations decode into; nil when the policy has none.
 	Options func() any

@@ -1,10 +1,16 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,4 +127,118 @@ func BenchmarkINFlessControl10k(b *testing.B) {
 	b.ReportMetric(float64(launched), "launches")
 	// CPU time per step: on a shared machine ns/op is wall time and includes waiting for a core.
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/1e6, "cpu-ms/op")
+}
+
+// TestINFlessControlDecisions pins the default INFless policy's decisions on controlScene (a
+// smaller one: 20 functions, 2,000 servers, ~4,000 launches) over five control steps of one
+// policy 40 s apart — each after the previous one's launches are ready and its releases gone, at
+// 100, 50, 50, 50 and 130 % of the load: launches, scale-down, defragmentation, spares — to
+// the hash recorded before the control step was made faster (issue #18 item 11): a faster step
+// must decide exactly the same.
+func TestINFlessControlDecisions(t *testing.T) {
+	sc := newControlScene(t, 20, 2000, 3000)
+	// The options the hash was recorded with: issue #18 item 10's BurstHold and BurstDrain came
+	// after it (they change the decisions of steps 1–3 on purpose).
+	o := inflesspol.DefaultOptions()
+	o.BurstHold, o.BurstDrain = 0, 0
+	p, err := inflesspol.New("infless", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	c, fns := sc.c.Clone(), sc.fns
+	now := DefaultEpoch.Add(time.Hour)
+	base := make([]float64, len(fns))
+	for i := range fns {
+		base[i] = fns[i].Rate
+	}
+	for step, load := range []float64{1, 0.5, 0.5, 0.5, 1.3} {
+		for i := range fns {
+			fns[i].Rate = load * base[i]
+			fns[i].RateNow = fns[i].Rate
+		}
+		d, err := p.Control(policy.ClusterView{Cluster: c, Beta: cluster.DefaultBeta, Functions: fns}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashDecision(h, d)
+		t.Logf("step %d: %d launches, %d releases, %d preemptions", step, len(d.Launch), len(d.Release), len(d.Preempt))
+		c, fns = applyDecision(t, c, fns, d)
+		now = now.Add(40 * time.Second)
+	}
+	const want = "7647691278d9b68fcb0d7961b45c5c0e9433632e7d3ea7da651a98f0adf904bd"
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("decisions hash %s, want %s (recorded before the control step was optimised)", got, want)
+	}
+	// BenchmarkINFlessControl10k's own step.
+	big := newControlScene(t, 50, 6000, 10_000)
+	if p, err = inflesspol.New("infless", inflesspol.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Control(policy.ClusterView{Cluster: big.c.Clone(), Beta: cluster.DefaultBeta, Functions: big.fns}, DefaultEpoch.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Reset()
+	hashDecision(h, d)
+	const want10k = "938a337ccc9169842f9e3cce234fcc951f2612f4c0f9fa420ee5f89e591259fe"
+	if got := hex.EncodeToString(h.Sum(nil)); got != want10k {
+		t.Errorf("10k step: decisions hash %s, want %s (recorded before the control step was optimised)", got, want10k)
+	}
+}
+
+// hashDecision writes every field of d to h in a fixed order (maps by sorted key).
+func hashDecision(h io.Writer, d policy.ClusterDecision) {
+	for _, l := range d.Launch {
+		fmt.Fprintf(h, "L%+v\n", l)
+	}
+	fmt.Fprintf(h, "R%v P%v\n", d.Release, d.Preempt)
+	for _, id := range slices.Sorted(maps.Keys(d.Weights)) {
+		fmt.Fprintf(h, "W%d=%s\n", id, strconv.FormatFloat(d.Weights[id], 'g', -1, 64))
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.Lend)) {
+		fmt.Fprintf(h, "N%d=%+v\n", id, d.Lend[id])
+	}
+	for _, r := range d.Reasons {
+		fmt.Fprintf(h, "%s\n", r)
+	}
+}
+
+// applyDecision is the next step's view after d: preempted and released instances gone (their
+// resources freed; a preempted spare's were never placed back), launches ready as new instances on c (already allocated by Control on the
+// view's cluster), no lending.
+func applyDecision(t *testing.T, c *cluster.Cluster, fns []policy.FunctionView, d policy.ClusterDecision) (*cluster.Cluster, []policy.FunctionView) {
+	t.Helper()
+	gone := map[int]bool{} // true: its resources are still allocated on c
+	for _, id := range d.Preempt {
+		gone[id] = false // Control left a preempted spare's room free
+	}
+	for _, id := range d.Release {
+		gone[id] = true
+	}
+	next := 0
+	out := make([]policy.FunctionView, len(fns))
+	for i, fv := range fns {
+		fv.Instances = slices.Clone(fv.Instances)
+		fv.Instances = slices.DeleteFunc(fv.Instances, func(in policy.InstanceView) bool {
+			next = max(next, in.ID+1)
+			held, ok := gone[in.ID]
+			if !ok {
+				return false
+			}
+			if !held {
+				return true
+			}
+			if err := c.Release(in.Launch.Server, in.Launch.Resources); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		})
+		out[i] = fv
+	}
+	for _, l := range d.Launch {
+		out[l.Function].Instances = append(out[l.Function].Instances, policy.InstanceView{ID: next, Launch: l, Ready: true, Resources: l.Resources})
+		next++
+	}
+	return c, out
 }

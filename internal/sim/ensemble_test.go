@@ -24,17 +24,15 @@ func acceptanceDuration() time.Duration {
 }
 
 // cocktailSetup loads Cocktail's data and the first duration of the Twitter trace scaled to a
-// mean of 50 req/s, or skips the test when the shared data are absent.
+// mean of 50 req/s, from the shared data or, when it is absent, from the committed fixture.
 func cocktailSetup(t *testing.T, duration time.Duration) (*CocktailData, *trace.Trace) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(sharedData, CocktailClassTableFile)); err != nil {
-		t.Skipf("shared data absent (%v): the Cocktail tests need ../shared/data", err)
-	}
-	data, err := LoadCocktailData(sharedData)
+	dir := dataDir(t)
+	data, err := LoadCocktailData(dir)
 	if err != nil {
 		t.Fatalf("LoadCocktailData: %v", err)
 	}
-	tr, err := trace.Open(filepath.Join(sharedData, CocktailTwitterTrace))
+	tr, err := trace.Open(filepath.Join(dir, CocktailTwitterTrace))
 	if err != nil {
 		t.Fatalf("trace: %v", err)
 	}
@@ -133,32 +131,5 @@ func TestCocktailFailureResilience(t *testing.T) {
 	}
 	if h.Failed != 0 {
 		t.Errorf("failed requests = %d, want 0: every request keeps at least one vote", h.Failed)
-	}
-}
-
-func TestEnsembleExplore(t *testing.T) {
-	if os.Getenv("SLOSERVE_EXPLORE") == "" {
-		t.Skip("set SLOSERVE_EXPLORE")
-	}
-	data, tr := cocktailSetup(t, time.Hour)
-	for _, name := range EnsemblePolicyNames() {
-		for _, fail := range []float64{0, 0.2} {
-			cfg := DefaultEnsembleConfig()
-			if fail > 0 {
-				cfg.FailAt, cfg.FailFraction = 30*time.Minute, fail
-			}
-			start := time.Now()
-			r := runCocktail(t, data, tr, name, cfg)
-			s := r.Summary
-			t.Logf("%-12s fail %.1f cost $%.3f acc %.4f met %.3f slo %.4f req %d comp %d failed %d models %.2f votes %.2f p99 %.0fms extra %v (%v)",
-				name, fail, s.CostUSD.Total, *s.Accuracy, s.Extra["accuracy_target_met_fraction"], s.SLOAttainment, s.Requests, s.Completed, s.Failed,
-				s.Extra["mean_models"], s.Extra["mean_votes"], s.LatencyMS.P99, s.Extra, time.Since(start))
-			for _, c := range r.Selections {
-				t.Logf("   %+v", c)
-			}
-			for _, p := range r.Pools {
-				t.Logf("   %+v", p)
-			}
-		}
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
-	gw "github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -32,7 +32,7 @@ const attackModel = "mlp256"
 
 // realStack starts the gateway with instances workers of mlp256 (policy pol, one slot each) from
 // the sloserve binary at $SLOSERVE_BIN; it skips unless the attack suite runs.
-func realStack(t *testing.T, instances int, pol string) *gw.Stack {
+func realStack(t *testing.T, instances int, pol string) *app.Stack {
 	t.Helper()
 	bin := needAttack(t)
 	cfg := config.Default()
@@ -51,7 +51,7 @@ func realStack(t *testing.T, instances int, pol string) *gw.Stack {
 		m.Batching.MaxBatch, m.Batching.MaxWait = 1, 0
 	}
 	cfg.Models = []config.Model{m}
-	st, err := gw.Start(context.Background(), cfg, gw.StackOptions{})
+	st, err := app.Start(context.Background(), cfg, app.StackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestAttackOverloadAdmittedMeetDeadline(t *testing.T) {
 }
 
 // dutyCycle stops every worker of st for stop and lets it run for run, until ctx ends.
-func dutyCycle(ctx context.Context, t *testing.T, st *gw.Stack, stop, run time.Duration) {
+func dutyCycle(ctx context.Context, t *testing.T, st *app.Stack, stop, run time.Duration) {
 	target, ok := st.Provider.(chaos.Target)
 	if !ok {
 		t.Errorf("provider %T has no worker processes", st.Provider)

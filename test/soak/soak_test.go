@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/chaos"
 	"github.com/sloserve/sloserve/internal/config"
@@ -290,7 +291,7 @@ func TestSoak(t *testing.T) {
 	m.Batching.MaxWait = min(m.Batching.MaxWait, m.Batching.SLO/4)
 	cfg.Models = []config.Model{m}
 	ctx := context.Background()
-	st, err := gateway.Start(ctx, cfg, gateway.StackOptions{})
+	st, err := app.Start(ctx, cfg, app.StackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,12 +68,48 @@ func SlackLimited(b int, exec, slo time.Duration) bool { return b == 1 && 2*exec
 // at which requests wait longer than the slack with probability 1 − target. Every other case is
 // RateBounds (Eq. 1; r_low stays 0 for b = 1). ok is false when no rate meets target.
 func RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bounds, bool) {
+	return (*PoolMemo)(nil).RateBoundsTarget(b, exec, slo, target, n)
+}
+
+// PoolMemo remembers PooledRate's answers (a pure function of its arguments, O(n) per bisection
+// step) for callers that ask the same ones again: a function's Options, its instances' bounds and
+// its spares within one control step, and the next steps while its pool keeps its size. The zero
+// value is ready; a nil *PoolMemo computes every answer.
+type PoolMemo struct {
+	m map[poolKey]float64
+}
+
+type poolKey struct {
+	n           int
+	exec, slack time.Duration
+	target      float64
+}
+
+// PooledRate is PooledRate, remembered.
+func (m *PoolMemo) PooledRate(n int, exec, slack time.Duration, target float64) float64 {
+	if m == nil {
+		return PooledRate(n, exec, slack, target)
+	}
+	k := poolKey{n, exec, slack, target}
+	if r, ok := m.m[k]; ok {
+		return r
+	}
+	if m.m == nil {
+		m.m = map[poolKey]float64{}
+	}
+	r := PooledRate(n, exec, slack, target)
+	m.m[k] = r
+	return r
+}
+
+// RateBoundsTarget is RateBoundsTarget with PooledRate remembered in m.
+func (m *PoolMemo) RateBoundsTarget(b int, exec, slo time.Duration, target float64, n int) (Bounds, bool) {
 	bd, ok := RateBounds(b, exec, slo)
 	if !ok || target <= 0 || !SlackLimited(b, exec, slo) {
 		return bd, ok
 	}
 	n = max(n, 1)
-	up := PooledRate(n, exec, slo-exec, target) / float64(n)
+	up := m.PooledRate(n, exec, slo-exec, target) / float64(n)
 	if !(up > 0) {
 		return Bounds{}, false
 	}
@@ -99,29 +135,72 @@ func pooledRateFrom(n int, exec, slack time.Duration, target, lo float64) float6
 	if n < 1 || d <= 0 || target >= 1 {
 		return 0
 	}
-	miss := func(l float64) float64 {
-		a := l * d
-		b := 1.0 // Erlang B by recursion, then C
-		for k := 1; k <= n; k++ {
-			b = a * b / (float64(k) + a*b)
-		}
-		c := float64(n) * b / (float64(n) - a*(1-b))
-		return c * math.Exp(-(float64(n)/d-l)*x)
-	}
+	e := erlangMiss{n: n, d: d, x: x}
 	sat := float64(n) / d
 	hi := sat
-	if !(lo >= 0 && lo < hi && miss(lo) <= 1-target) {
+	if !(lo >= 0 && lo < hi && e.at(lo) <= 1-target) {
 		lo = 0
 	}
-	for hi-lo > 1e-4*hi { // the bound to 0.01 % of saturation
+	// Bisection to 0.01 % of saturation, two steps per pass: the midpoint and both of the next
+	// step's candidates are evaluated in one interleaved pass (three independent Erlang B
+	// recursions), and the candidate the midpoint's answer selects is used — the same points,
+	// with the same arithmetic, as one step at a time.
+	for hi-lo > 1e-4*hi {
 		mid := (lo + hi) / 2
-		if miss(mid) <= 1-target {
-			lo = mid
+		left, right := (lo+mid)/2, (mid+hi)/2
+		mMid, mLeft, mRight := e.at3(mid, left, right)
+		next, mNext := left, mLeft
+		if mMid <= 1-target {
+			lo, next, mNext = mid, right, mRight
 		} else {
 			hi = mid
 		}
+		if !(hi-lo > 1e-4*hi) {
+			break
+		}
+		if mNext <= 1-target {
+			lo = next
+		} else {
+			hi = next
+		}
 	}
 	return lo
+}
+
+// erlangMiss is the M/M/n probability that a request waits longer than x (seconds) at arrival rate
+// l, with service time d: C(n, l·d)·e^{−(n/d − l)x} (Erlang C from Erlang B by recursion).
+type erlangMiss struct {
+	n    int
+	d, x float64
+}
+
+func (e erlangMiss) at(l float64) float64 {
+	a := l * e.d
+	b := 1.0
+	for k := 1; k <= e.n; k++ {
+		b = a * b / (float64(k) + a*b)
+	}
+	return e.tail(l, a, b)
+}
+
+// at3 is at for three rates in one pass (the recursions are independent, so they overlap).
+func (e erlangMiss) at3(l0, l1, l2 float64) (float64, float64, float64) {
+	a0, a1, a2 := l0*e.d, l1*e.d, l2*e.d
+	b0, b1, b2 := 1.0, 1.0, 1.0
+	for k := 1; k <= e.n; k++ {
+		fk := float64(k)
+		b0 = a0 * b0 / (fk + a0*b0)
+		b1 = a1 * b1 / (fk + a1*b1)
+		b2 = a2 * b2 / (fk + a2*b2)
+	}
+	return e.tail(l0, a0, b0), e.tail(l1, a1, b1), e.tail(l2, a2, b2)
+}
+
+// tail turns Erlang B (b at offered load a) into the probability of waiting longer than x.
+func (e erlangMiss) tail(l, a, b float64) float64 {
+	n := float64(e.n)
+	c := n * b / (n - a*(1-b))
+	return c * math.Exp(-(n/e.d-l)*e.x)
 }
 
 // poolRates caches PooledRate by (t_exec, n) for one function's SLO and target while a scheduler

@@ -92,3 +92,44 @@ func TestSchedulePooledNoOvershoot(t *testing.T) {
 		t.Logf("load %v/s: %d instances", load, n)
 	}
 }
+
+// TestPooledRateTwoStepsPerPass: pooledRateFrom's bisection, two steps per pass, returns exactly
+// (bit for bit) what the one-step bisection it replaced returned, warm-started or not, and
+// PoolMemo returns PooledRate's answer.
+func TestPooledRateTwoStepsPerPass(t *testing.T) {
+	oneStep := func(n int, exec, slack time.Duration, target, lo float64) float64 {
+		d, x := exec.Seconds(), math.Max(slack.Seconds(), 0)
+		e := erlangMiss{n: n, d: d, x: x}
+		hi := float64(n) / d
+		if !(lo >= 0 && lo < hi && e.at(lo) <= 1-target) {
+			lo = 0
+		}
+		for hi-lo > 1e-4*hi {
+			if mid := (lo + hi) / 2; e.at(mid) <= 1-target {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo
+	}
+	var memo PoolMemo
+	for _, n := range []int{1, 2, 7, 64, 300} {
+		for _, exec := range []time.Duration{126 * time.Millisecond, 138 * time.Millisecond, 180 * time.Millisecond} {
+			for _, target := range []float64{0.9, 0.95, 0.99} {
+				slack := 200*time.Millisecond - exec
+				want := oneStep(n, exec, slack, target, 0)
+				if got := PooledRate(n, exec, slack, target); got != want {
+					t.Errorf("PooledRate(%d, %v, %v, %v) = %v, want %v", n, exec, slack, target, got, want)
+				}
+				if got := memo.PooledRate(n, exec, slack, target); got != want {
+					t.Errorf("PoolMemo.PooledRate(%d, %v) = %v, want %v", n, exec, got, want)
+				}
+				lo := 0.8 * want
+				if got, w := pooledRateFrom(n+1, exec, slack, target, lo), oneStep(n+1, exec, slack, target, lo); got != w {
+					t.Errorf("pooledRateFrom(%d, %v, lo %v) = %v, want %v", n+1, exec, lo, got, w)
+				}
+			}
+		}
+	}
+}

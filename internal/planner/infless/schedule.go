@@ -45,6 +45,9 @@ type Config struct {
 	// Pool is how many SlackLimited instances the function already runs: a new one's r_up is
 	// its share of PooledRate over Pool + 1 instances. ≥ 0.
 	Pool int
+	// Memo, when set, remembers PooledRate's answers for Options across calls (the function's
+	// SLO and Target fixed); nil computes them each time. The answers are the same either way.
+	Memo *PoolMemo
 }
 
 // ShareTolerance is how far below the best share-priced efficiency a configuration may be and
@@ -173,7 +176,7 @@ func Options(cfg Config, predict Predictor) []Option {
 				continue
 			}
 			t = time.Duration(float64(t) * (1 + cfg.Offset))
-			bounds, ok := RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
+			bounds, ok := cfg.Memo.RateBoundsTarget(b, t, cfg.SLO, cfg.Target, cfg.Pool+1)
 			if !ok {
 				continue
 			}
@@ -215,8 +218,10 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 	pool := cfg.Pool
 	boundAt := pool
 	pr := poolRates{slo: cfg.SLO, target: cfg.Target}
-	var vecs []serverVec // sharePlacement's buffers
-	var effs []float64
+	var sv shareVecs // sharePlacement's free vectors, kept across placements
+	if cfg.Metric == MetricShare && !cfg.FirstFit {
+		sv.load(c)
+	}
 	// Group options by batch size, largest first (opts is already in that order).
 	type group struct{ start, end int }
 	var groups []group
@@ -245,15 +250,20 @@ func Schedule(c *cluster.Cluster, residual float64, cfg Config, predict Predicto
 			var p Placement
 			var ok bool
 			if place == nil {
-				p, ok = sharePlacement(c, opts[g.start:g.end], residual, &vecs, &effs)
+				p, ok = sharePlacement(&sv, opts[g.start:g.end], residual)
 			} else {
 				p, ok = place(c, opts[g.start:g.end], residual, best, beta, cfg.Metric)
 			}
 			if !ok {
 				continue // no feasible configuration or no room with this batch size: try the next
 			}
+			old := c.Free(p.Server)
 			if err := c.Place(p.Server, p.Resources); err != nil {
 				return res, fmt.Errorf("infless schedule: %w", err)
+			}
+			if sv.pos != nil {
+				sv.refresh(c, old)
+				sv.refresh(c, c.Free(p.Server))
 			}
 			res.Placements = append(res.Placements, p)
 			if cfg.Target > 0 && SlackLimited(p.Batch, p.Exec, cfg.SLO) {
@@ -433,21 +443,25 @@ func Fill(r, free, capacity cluster.Resources) float64 {
 // sharePlacement is MetricShare over the options of one batch size admitted by AvailableConfig and
 // every distinct free-resource vector: the best efficiency first, then, within ShareTolerance of
 // it, the best fill.
-func sharePlacement(c *cluster.Cluster, opts []Option, residual float64, buf *[]serverVec, effs *[]float64) (Placement, bool) {
-	vecs := (*buf)[:0]
-	c.FreeVectors(func(fv cluster.FreeVector) bool {
-		capacity := c.Capacity(fv.Server)
-		vecs = append(vecs, serverVec{fv: fv, capacity: capacity, spare: SpareGPU(fv.Free, capacity)})
-		return true
-	})
-	*buf = vecs
+func sharePlacement(sv *shareVecs, opts []Option, residual float64) (Placement, bool) {
+	admitted := false
+	for k := range opts {
+		if opts[k].Batch == 1 || residual > opts[k].Bounds.Low {
+			admitted = true
+			break
+		}
+	}
+	if !admitted {
+		return Placement{}, false
+	}
+	vecs := sv.vecs
 	// Pass 1 prices every admitted (vector, option) pair once (NaN: not admitted) and finds the
 	// best efficiency; pass 2 picks by fill among those within ShareTolerance of it.
 	n := len(vecs) * len(opts)
-	if cap(*effs) < n {
-		*effs = make([]float64, n)
+	if cap(sv.effs) < n {
+		sv.effs = make([]float64, n)
 	}
-	es := (*effs)[:n]
+	es := sv.effs[:n]
 	var top float64
 	for i := range vecs {
 		v := &vecs[i]
@@ -490,4 +504,46 @@ type serverVec struct {
 	fv       cluster.FreeVector
 	capacity cluster.Resources
 	spare    float64
+}
+
+// shareVecs is the cluster's FreeVectors as serverVecs, read once per Schedule call and kept
+// current across its placements (a placement changes only the vector its server leaves and the
+// one it joins), with sharePlacement's price buffer.
+type shareVecs struct {
+	vecs []serverVec
+	pos  map[cluster.Resources]int // index in vecs by free vector
+	effs []float64
+}
+
+func (sv *shareVecs) load(c *cluster.Cluster) {
+	sv.pos = map[cluster.Resources]int{}
+	c.FreeVectors(func(fv cluster.FreeVector) bool {
+		sv.pos[fv.Free] = len(sv.vecs)
+		sv.vecs = append(sv.vecs, newServerVec(c, fv))
+		return true
+	})
+}
+
+func newServerVec(c *cluster.Cluster, fv cluster.FreeVector) serverVec {
+	capacity := c.Capacity(fv.Server)
+	return serverVec{fv: fv, capacity: capacity, spare: SpareGPU(fv.Free, capacity)}
+}
+
+// refresh brings free's entry in line with c: updated, added, or removed (swapped with the last).
+func (sv *shareVecs) refresh(c *cluster.Cluster, free cluster.Resources) {
+	fv, ok := c.FreeVectorOf(free)
+	i, had := sv.pos[free]
+	switch {
+	case ok && had:
+		sv.vecs[i] = newServerVec(c, fv)
+	case ok:
+		sv.pos[free] = len(sv.vecs)
+		sv.vecs = append(sv.vecs, newServerVec(c, fv))
+	case had:
+		last := len(sv.vecs) - 1
+		sv.vecs[i] = sv.vecs[last]
+		sv.pos[sv.vecs[i].fv.Free] = i
+		sv.vecs = sv.vecs[:last]
+		delete(sv.pos, free)
+	}
 }

@@ -14,7 +14,7 @@ import (
 // The fixed baseline: a static fleet sized for the trace's peak with MArk §4.3's fixed batching.
 
 func init() {
-	policy.Register(policy.Spec{Name: "fixed", Port: policy.PortModel, Doc: "static fleet sized for the trace's peak, with fixed batching (MArk §4.3 rule)", New: policy.ModelFactory(New)})
+	policy.Register(policy.Spec{Name: "fixed", Port: policy.PortModel, Caps: policy.CapsConfiguredFleet, Doc: "static fleet sized for the trace's peak, with fixed batching (MArk §4.3 rule)", New: policy.ModelFactory(New)})
 }
 
 // Options configures the fixed policy (policies.fixed in a sim config).

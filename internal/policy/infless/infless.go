@@ -84,6 +84,17 @@ type Options struct {
 	// second, to R when the function has instances: a burst that outruns its instances scales it by
 	// the backlog as well as by the new rate.
 	Backlog bool `yaml:"backlog"`
+	// BurstHold holds R at its highest value for this long for a function with SlackLimited
+	// instances (b = 1, t_exec > t_slo/2: slack shorter than one execution): such a function cannot
+	// absorb a burst in queues — every request that arrives before new instances are ready (a control
+	// period plus a cold start) misses — so it scales down from its recent peak, not from the
+	// current rate, and a burst that recurs within BurstHold finds its instances. 0 = off. ≥ 0.
+	BurstHold time.Duration `yaml:"burst_hold"`
+	// BurstDrain is how soon such a function's backlog — its waiting requests and its instances'
+	// queues — is to be served when Backlog adds it to R (backlog/BurstDrain, instead of the
+	// waiting requests within a second): a backlog served in FIFO order delays the requests behind
+	// it past their short slack, so it must drain within about one slack. 0 = a second. ≥ 0.
+	BurstDrain time.Duration `yaml:"burst_drain"`
 }
 
 // DefaultMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
@@ -92,14 +103,23 @@ const DefaultMaxBatch = 32
 // DefaultScaleDownAfter is 3 × 10 s (INFless's FunctionInactiveNum × instanceScaleMonitor interval).
 const DefaultScaleDownAfter = 30 * time.Second
 
+// DefaultBurstHold and DefaultBurstDrain are sloserve's settings of Options.BurstHold and
+// Options.BurstDrain (issue #18 item 10): burst300's bursts recur within a minute, and 100 ms is
+// about ssd's slack (t_slo − t_exec = 200 − 126 ms).
+const (
+	DefaultBurstHold  = time.Minute
+	DefaultBurstDrain = 100 * time.Millisecond
+)
+
 // DefaultOptions returns INFless as published — α 0.8, +10 % offset, b ≤ 32, Alg. 1,
 // 30 s scale-down hold, LSTH — with sloserve's placement: Alg. 1 with e_ij in the
 // plan.MetricShare form, Defragment, Spare and Lend, and the per-function SLO fixes of issue
-// #18 (QueueCap, BoundQueues, Backlog). PaperOptions is Eq. 10 as printed.
+// #18 (QueueCap, BoundQueues, Backlog, BurstHold, BurstDrain). PaperOptions is Eq. 10 as printed.
 func DefaultOptions() Options {
 	o := PaperOptions()
 	o.Metric, o.Defragment, o.Lend, o.Spare = plan.MetricShare, true, true, true
 	o.QueueCap, o.BoundQueues, o.Backlog = true, true, true
+	o.BurstHold, o.BurstDrain = DefaultBurstHold, DefaultBurstDrain
 	return o
 }
 
@@ -125,6 +145,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("plan.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
 	case o.IdleUnit < 0:
 		return fmt.Errorf("plan.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
+	case o.BurstHold < 0 || o.BurstDrain < 0:
+		return fmt.Errorf("plan.burst_hold %v and plan.burst_drain %v: must be ≥ 0", o.BurstHold, o.BurstDrain)
 	}
 	return nil
 }
@@ -155,6 +177,31 @@ type fnState struct {
 	spareOpts []plan.Option // b = 1 options, for plan.Spares
 	idle      idleTracker
 	downSince time.Time
+	// peak is the highest R since peakAt (Options.BurstHold).
+	peak   float64
+	peakAt time.Time
+}
+
+// hold is BurstHold: r, or the highest R of the last hold if that was higher.
+func (st *fnState) hold(r float64, now time.Time, hold time.Duration) float64 {
+	if r >= st.peak || now.Sub(st.peakAt) > hold {
+		st.peak, st.peakAt = r, now
+	}
+	return max(r, st.peak)
+}
+
+// backlog is the rate (1/s) that serves fv's backlog in time (Options.Backlog): its waiting
+// requests within a second, or — for a function with SlackLimited instances and BurstDrain set —
+// its waiting and queued requests within BurstDrain.
+func (p *Policy) backlog(fv policy.FunctionView) float64 {
+	if p.o.BurstDrain <= 0 || pool(fv) == 0 {
+		return float64(fv.Waiting)
+	}
+	q := fv.Waiting
+	for _, in := range fv.Instances {
+		q += in.Queue
+	}
+	return float64(q) / p.o.BurstDrain.Seconds()
 }
 
 // New returns the INFless policy for RunCluster: per function, the α-band (§3.2)
@@ -201,7 +248,7 @@ func (p *Policy) state(fv policy.FunctionView) (*fnState, error) {
 	}
 	cfg := plan.Config{SLO: fv.SLO, Batches: bs, Resources: res, Offset: p.o.Offset, FirstFit: p.o.FirstFit, Metric: p.o.Metric}
 	if p.o.QueueCap {
-		cfg.Target = fv.Target
+		cfg.Target, cfg.Memo = fv.Target, &plan.PoolMemo{}
 	}
 	st := &fnState{
 		cfg:  cfg,
@@ -224,7 +271,11 @@ func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) 
 
 // Control applies §3.2's three cases to every function.
 func (p *Policy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
-	d := policy.ClusterDecision{Weights: map[int]float64{}}
+	n := 0
+	for _, fv := range v.Functions {
+		n += len(fv.Instances)
+	}
+	d := policy.ClusterDecision{Weights: make(map[int]float64, n)}
 	if p.o.Lend {
 		// Decide on the cluster without lending: lent shares are free and taken back first.
 		for _, fv := range v.Functions {
@@ -258,7 +309,10 @@ func (p *Policy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDec
 		loaded := st.idle.loaded(now)
 		r := max(fv.Rate, fv.RateNow) // scale up on a burst at once; down only after ScaleDownAfter
 		if p.o.Backlog && len(fv.Instances) > 0 {
-			r += float64(fv.Waiting) // to be served within a second: a rate (1/s)
+			r += p.backlog(fv)
+		}
+		if p.o.BurstHold > 0 && pool(fv) > 0 {
+			r = st.hold(r, now, p.o.BurstHold)
 		}
 		rates[i] = r
 		if len(fv.Instances) == 0 {
@@ -478,14 +532,10 @@ func (p *Policy) lend(d *policy.ClusterDecision, v policy.ClusterView, spares []
 	released := idSet(d.Release)
 	lenders, ids := map[int][]plan.Lender{}, map[int][]int{} // by server, in the same order
 	var servers []int
-	var stay []policy.InstanceView // the functions' own instances in order, then the spares kept
-	for _, fv := range v.Functions {
-		stay = append(stay, fv.Instances...)
-	}
-	stay = append(stay, spares...)
-	for _, in := range stay {
+	// The functions' own instances in order, then the spares kept.
+	add := func(in *policy.InstanceView) {
 		if released[in.ID] {
-			continue
+			return
 		}
 		st := p.fns[in.Launch.Function]
 		s := in.Launch.Server
@@ -495,6 +545,14 @@ func (p *Policy) lend(d *policy.ClusterDecision, v policy.ClusterView, spares []
 		lenders[s] = append(lenders[s], plan.Lender{Base: in.Launch.Resources, Batch: in.Launch.Batch,
 			Rate: d.Weights[in.ID], Configs: st.cfg.Resources, Predict: st.pred})
 		ids[s] = append(ids[s], in.ID)
+	}
+	for _, fv := range v.Functions {
+		for k := range fv.Instances {
+			add(&fv.Instances[k])
+		}
+	}
+	for k := range spares {
+		add(&spares[k])
 	}
 	for _, s := range servers {
 		ls := lenders[s]
@@ -525,6 +583,9 @@ func (p *Policy) release(v policy.ClusterView, fv policy.FunctionView, bounds []
 // no move is in flight and nothing was launched this step, starts plan.Defragment's next moves:
 // it launches each moved instance's configuration on its target (allocating on v.Cluster).
 func (p *Policy) defragmentStep(d *policy.ClusterDecision, v policy.ClusterView, now time.Time) {
+	if len(p.moves) == 0 && len(d.Launch) > 0 {
+		return // no move to finish, and none starts in a step with launches
+	}
 	released := idSet(d.Release)
 	live := map[int]policy.InstanceView{}
 	fnOf := map[int]int{}
@@ -602,7 +663,7 @@ func (p *Policy) bounds(fv policy.FunctionView, st *fnState) []plan.Bounds {
 		if plan.SlackLimited(in.Launch.Batch, in.Launch.Exec, fv.SLO) {
 			c, seen := byExec[in.Launch.Exec]
 			if !seen {
-				c.b, c.ok = plan.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
+				c.b, c.ok = st.cfg.Memo.RateBoundsTarget(in.Launch.Batch, in.Launch.Exec, fv.SLO, st.cfg.Target, pool)
 				byExec[in.Launch.Exec] = c
 			}
 			if c.ok {
@@ -630,6 +691,7 @@ func (p *Policy) schedule(d *policy.ClusterDecision, v policy.ClusterView, fv po
 	if err != nil {
 		return fmt.Errorf("function %s: %w", fv.Name, err)
 	}
+	d.Launch = slices.Grow(d.Launch, len(res.Placements))
 	for _, pl := range res.Placements {
 		d.Launch = append(d.Launch, LaunchOf(fv, pl.Option, pl.Server))
 	}

@@ -23,7 +23,7 @@ import (
 // internal/planner, internal/admission and internal/slomon; this file only wires them.
 
 func init() {
-	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
+	policy.Register(policy.Spec{Name: "mark", Port: policy.PortModel, Caps: policy.CapsBatchPerType, Doc: "MArk: predictive greedy planner over the catalog (Alg. 1), Bouncer spill to serverless, SLO monitor, spot with burstable standbys (MArk §4)", New: policy.ModelFactory(New)})
 }
 
 // Options configures the mark policy (policies.mark in a sim config).

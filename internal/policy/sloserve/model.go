@@ -47,7 +47,7 @@ import (
 // queue).
 
 func init() {
-	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
+	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortModel, Caps: policy.CapsBatchPerType | policy.CapsScaleToZero, Doc: "sloserve: MArk planner + forecaster over the VM catalog, Bouncer spill, BATCH-optimised serverless tier (memory, B, T), cost-based tier choice, deadline-aware batching on every queue", New: policy.ModelFactory(NewModel)})
 }
 
 // Options configures the sloserve policy (policies.sloserve in a sim config).

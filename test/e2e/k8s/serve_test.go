@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 
+	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
 	"github.com/sloserve/sloserve/internal/cost"
-	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
@@ -99,13 +99,13 @@ func waitFine(t *testing.T, what string, within time.Duration, cond func() bool)
 	return time.Since(start)
 }
 
-func gatewayInstances(st *gateway.Stack, model string) []string {
+func gatewayInstances(st *app.Stack, model string) []string {
 	ids, _ := st.Gateway.Instances(model)
 	slices.Sort(ids)
 	return ids
 }
 
-// TestServeOnControlPlane runs the serving stack (gateway.Start, as `sloserve serve` does) with
+// TestServeOnControlPlane runs the serving stack (app.Start, as `sloserve serve` does) with
 // provider kubernetes against the real control plane, as the ServiceAccount of
 // deploy/kustomize/rbac.yaml: each model's pods are created with its instance type on the right
 // pool and turn Ready (KWOK), Start returns with the gateway holding exactly those pods; a pod
@@ -123,13 +123,13 @@ func TestServeOnControlPlane(t *testing.T) {
 	ns, sacs := setupNamespace(t, ctx, admin, base)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := serveConfig(ns)
-	opts := gateway.StackOptions{Logger: log, KubernetesClient: sacs, Backend: kwokBackend{}}
+	opts := app.StackOptions{Logger: log, KubernetesClient: sacs, Backend: kwokBackend{}}
 
 	// 1. Start: the pods are created and Ready before Start returns, and the gateway has them.
 	start := time.Now()
-	st, err := gateway.Start(ctx, cfg, opts)
+	st, err := app.Start(ctx, cfg, opts)
 	if err != nil {
-		t.Fatalf("gateway.Start with provider kubernetes: %v", err)
+		t.Fatalf("app.Start with provider kubernetes: %v", err)
 	}
 	defer func() { st.Close(context.Background()) }()
 	up := time.Since(start)
@@ -217,7 +217,7 @@ func TestServeOnControlPlane(t *testing.T) {
 	}
 	slices.Sort(want)
 	start = time.Now()
-	st, err = gateway.Start(ctx, cfg, opts)
+	st, err = app.Start(ctx, cfg, opts)
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
