@@ -33,7 +33,7 @@ var helpTexts = map[string]helpText{
 		examples: []string{"sloserve load --target http://127.0.0.1:8080 --rps 200 --duration 30s", "sloserve load --trace trace.csv --fail-on-slo   # exit 1 below the SLO target (CI)"}},
 	"bench": {synopsis: "sloserve bench gateway [flags]",
 		examples: []string{"sloserve bench gateway", "sloserve bench gateway -h"}},
-	"bench gateway": {synopsis: "sloserve bench gateway [--json] [--model M] [--concurrency N] [--duration D] [--rounds R] [--protocol rest-json|rest-binary|grpc-raw|all]",
+	"bench gateway": {synopsis: "sloserve bench gateway [--json] [--model M] [--concurrency N] [--duration D] [--rounds R] [--rows N] [--protocol rest-json|rest-binary|grpc-raw|all]",
 		summary:  "added latency and throughput of the gateway against a direct call and a plain proxy",
 		examples: []string{"sloserve bench gateway --rounds 3 --json", "sloserve bench gateway --protocol all --rounds 3"}},
 	"forecast": {synopsis: "sloserve forecast backtest|train --trace FILE [flags]",

@@ -8,17 +8,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/sim/des"
+
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/forecast"
+	"github.com/sloserve/sloserve/internal/policy/cocktail"
 	"github.com/sloserve/sloserve/internal/slo"
 )
-
-// DefaultReactiveStep is how much the reactive path grows a pool that saw SLO violations in the
-// last control period: 25 % more slots (Cocktail §4.2.2 spawns instances "based on aggregate
-// resource utilization" without a figure; a quarter adds at least one instance to small pools
-// without doubling large ones).
-const DefaultReactiveStep = 0.25
 
 // Event kinds of the ensemble loop (its own heap; the values need not differ from Run's).
 const (
@@ -83,7 +80,7 @@ type eInst struct {
 type ePool struct {
 	m       ensemble.Model
 	row     int // table row
-	q       ring
+	q       des.Ring
 	insts   []int // alive instance indices (launching, ready or interrupted)
 	late    int   // sub-requests started too late to vote before their deadline since the last control
 	served  int64
@@ -123,7 +120,7 @@ type eEngine struct {
 	pol EnsemblePolicy
 
 	now      int64
-	h        eventHeap
+	h        des.Heap
 	rec      *slo.Recorder
 	sloNS    int64
 	noiseSig float64
@@ -313,7 +310,7 @@ func (e *eEngine) setup() error {
 		rate = w.PeakRPS
 	}
 	for i, p := range e.pools {
-		need := pol.slots(rate*share[i], p.m.Latency, e.cfg.SLO.Threshold)
+		need := pol.PoolSlots(rate*share[i], p.m.Latency, e.cfg.SLO.Threshold)
 		if pol.Scaling == ScaleStaticPeak {
 			p.static = need
 		}
@@ -328,9 +325,9 @@ func (e *eEngine) setup() error {
 	e.fc = fc
 	e.minuteEnd = int64(time.Minute)
 	e.nextDyn = int64(pol.Ensemble.Interval)
-	e.h.push(int64(e.cfg.ControlPeriod), ekControl, 0)
+	e.h.Push(int64(e.cfg.ControlPeriod), ekControl, 0)
 	if e.cfg.FailAt > 0 && e.cfg.FailFraction > 0 {
-		e.h.push(int64(e.cfg.FailAt), ekFail, 0)
+		e.h.Push(int64(e.cfg.FailAt), ekFail, 0)
 	}
 	return nil
 }
@@ -444,12 +441,12 @@ func (e *eEngine) launch(pool, ti int, ready bool) {
 	if ready {
 		e.becomeReady(k)
 	} else {
-		e.h.push(e.now+int64(ty.it.LaunchDelay.Sample(e.rngCloud)), ekReady, int32(k))
+		e.h.Push(e.now+int64(ty.it.LaunchDelay.Sample(e.rngCloud)), ekReady, int32(k))
 	}
 	if ty.spot && e.cat.Spot.InterruptionsPerHour > 0 {
 		wait := e.rngCloud.ExpFloat64() / e.cat.Spot.InterruptionsPerHour * float64(time.Hour)
 		if wait < 1<<61 {
-			e.h.push(e.now+int64(wait), ekSpotNotice, int32(k))
+			e.h.Push(e.now+int64(wait), ekSpotNotice, int32(k))
 		}
 	}
 }
@@ -530,7 +527,7 @@ func (e *eEngine) loop() error {
 		if e.err != nil {
 			return e.err
 		}
-		if ok && (e.h.len() == 0 || int64(next) <= e.h.top().at) {
+		if ok && (e.h.Len() == 0 || int64(next) <= e.h.Top().At) {
 			at := int64(next)
 			if at < e.now {
 				return fmt.Errorf("arrivals go back in time: %v after %v", next, time.Duration(e.now))
@@ -541,27 +538,27 @@ func (e *eEngine) loop() error {
 			e.arrivalsDone = !ok
 			continue
 		}
-		if e.h.len() == 0 || (!ok && e.live == 0) {
+		if e.h.Len() == 0 || (!ok && e.live == 0) {
 			e.arrivalsDone = true
 			return nil
 		}
-		ev := e.h.pop()
-		e.now = ev.at
-		switch ev.kind {
+		ev := e.h.Pop()
+		e.now = ev.At
+		switch ev.Kind {
 		case ekJobDone:
-			e.jobDone(ev.id)
+			e.jobDone(ev.ID)
 		case ekDeadline:
-			e.deadline(int(ev.id))
+			e.deadline(int(ev.ID))
 		case ekReady:
-			e.becomeReady(int(ev.id))
+			e.becomeReady(int(ev.ID))
 		case ekControl:
 			e.control()
 		case ekFail:
 			e.fail()
 		case ekSpotNotice:
-			e.spotNotice(int(ev.id))
+			e.spotNotice(int(ev.ID))
 		case ekSpotReclaim:
-			e.kill(int(ev.id))
+			e.kill(int(ev.ID))
 		}
 	}
 }
@@ -614,11 +611,11 @@ func (e *eEngine) arrive() {
 		j := e.newJob()
 		e.jobs[j] = eJob{req: int32(ri), model: int32(m), inst: -1, next: -1}
 		e.jobsTotal++
-		e.pools[m].q.push(int64(j))
+		e.pools[m].q.Push(int64(j))
 	}
 	ec.models += int64(len(ec.selected))
 	ec.arrivals++
-	e.h.push(e.now+e.sloNS, ekDeadline, int32(ri))
+	e.h.Push(e.now+e.sloNS, ekDeadline, int32(ri))
 	for _, m := range ec.selected {
 		e.pump(m)
 	}
@@ -726,19 +723,19 @@ func (e *eEngine) noise() float64 {
 // answered already and failing those that waited longer than the request timeout.
 func (e *eEngine) pump(i int) {
 	p := e.pools[i]
-	for p.q.n > 0 {
-		j := int32(p.q.front())
+	for p.q.N > 0 {
+		j := int32(p.q.Front())
 		jb := &e.jobs[j]
 		r := &e.reqs[jb.req]
 		if r.answered {
-			p.q.pop()
+			p.q.Pop()
 			e.cancelled++
 			e.releaseJob(j)
 			e.resolve(int(jb.req))
 			continue
 		}
 		if e.now-r.arrival > int64(e.cfg.RequestTimeout) {
-			p.q.pop()
+			p.q.Pop()
 			e.lost++
 			e.releaseJob(j)
 			e.resolve(int(jb.req))
@@ -756,7 +753,7 @@ func (e *eEngine) pump(i int) {
 		if pick < 0 {
 			break
 		}
-		p.q.pop()
+		p.q.Pop()
 		if e.now-r.arrival > e.sloNS-int64(p.m.Latency) {
 			p.late++ // an SLO violation in the making: the reactive path scales on these
 		}
@@ -765,7 +762,7 @@ func (e *eEngine) pump(i int) {
 		in.busy++
 		jb.inst = int32(k)
 		svc := max(int64(float64(p.m.Latency)*e.noise()), 1)
-		e.h.push(e.now+svc, ekJobDone, j)
+		e.h.Push(e.now+svc, ekJobDone, j)
 	}
 }
 
@@ -841,62 +838,51 @@ func (e *eEngine) control() {
 		e.pools[i].late = 0
 	}
 	if !e.arrivalsDone || e.live > 0 {
-		e.h.push(e.now+int64(period), ekControl, 0)
+		e.h.Push(e.now+int64(period), ekControl, 0)
 	}
 }
 
-// scale sizes every pool (Alg. 2, §4.2.1–4.2.2): the load L_p = max(predicted peak, recent
-// peak, current rate) times the pool's importance weight (popularity over 5 min) is the pool's
-// offered load; slots = R + β√R; when sub-requests of the pool started too late to vote in time
-// during the last period (SLO violations, sampled every 10 s), the reactive path asks for
-// DefaultReactiveStep more slots than the pool has;
-// missing slots are procured at least cost; instances idle for the idle timeout are recycled
-// when the rest still covers the need. Static pools only replace lost capacity.
+// scale sizes every pool by Cocktail's Alg. 2 (policy/cocktail's Sizing.Size, the pure
+// decision any runtime can drive): the load L_p = max(predicted peak, recent peak, current rate)
+// times the pool's importance weight (popularity over 5 min) is the pool's offered load; a pool
+// whose sub-requests started too late to vote in time during the last period grows by the
+// reactive step; missing slots are procured at least cost; instances idle for the idle timeout
+// are recycled when the rest still covers the need. Static pools only replace lost capacity.
 func (e *eEngine) scale(rate float64) {
 	var weights map[string]float64
 	lp := max(e.predicted, e.recentPeak, rate)
 	if e.pol.Scaling == ScaleWeighted {
 		weights = e.pop.Weights(e.t(e.now))
 	}
-	idle := int64(e.pol.Ensemble.IdleTimeout)
+	sz := e.pol.Sizing()
+	now := e.t(e.now)
 	for i, p := range e.pools {
-		have := 0
+		cp := cocktail.Pool{Model: p.m, Weight: weights[p.m.Name], Static: p.static, Late: p.late > 0}
 		for _, k := range p.insts {
-			if in := &e.insts[k]; !in.dead && !in.notified {
-				have += in.slots
+			in := &e.insts[k]
+			if in.dead {
+				continue
+			}
+			cp.Instances = append(cp.Instances, cocktail.Instance{ID: strconv.Itoa(k), Slots: in.slots, Busy: in.busy,
+				Accepting: in.accepting, Notified: in.notified, IdleSince: e.t(in.idleSince)})
+		}
+		for _, ty := range e.types {
+			if s := e.slotsOn(p, ty); s > 0 {
+				cp.Types = append(cp.Types, ensemble.InstanceType{Name: ty.name, CostPerHour: e.price(ty), PackingFactor: float64(s)})
 			}
 		}
-		var need float64
-		if e.pol.Scaling == ScaleStaticPeak {
-			need = p.static
-		} else {
-			need = e.pol.slots(lp*weights[p.m.Name], p.m.Latency, e.cfg.SLO.Threshold)
-			if p.late > 0 {
-				need = max(need, math.Ceil(float64(have)*(1+DefaultReactiveStep)))
-			}
-		}
-		if err := e.procure(i, need, false); err != nil {
+		d, err := sz.Size(cp, lp, e.cfg.SLO.Threshold, now)
+		if err != nil {
 			e.err = err
 			return
 		}
-		if e.pol.Scaling == ScaleStaticPeak {
-			continue
+		for range d.Procurement.Count {
+			e.launch(i, e.typeIdx[d.Procurement.Type], false)
 		}
-		have = 0
-		for _, k := range p.insts {
-			if in := &e.insts[k]; !in.dead && !in.notified {
-				have += in.slots
-			}
-		}
-		for j := 0; j < len(p.insts); j++ {
-			k := p.insts[j]
-			in := &e.insts[k]
-			if in.accepting && in.busy == 0 && e.now-in.idleSince >= idle && float64(have-in.slots) >= need {
-				have -= in.slots
-				e.terms++
-				e.end(k)
-				j--
-			}
+		for _, id := range d.Terminate {
+			k, _ := strconv.Atoi(id)
+			e.terms++
+			e.end(k)
 		}
 	}
 }
@@ -931,7 +917,7 @@ func (e *eEngine) spotNotice(k int) {
 	}
 	e.interrupts++
 	in.accepting, in.notified = false, true
-	e.h.push(e.now+int64(e.cat.Spot.Notice), ekSpotReclaim, int32(k))
+	e.h.Push(e.now+int64(e.cat.Spot.Notice), ekSpotReclaim, int32(k))
 }
 
 func (e *eEngine) finish() *EnsembleResult {

@@ -32,7 +32,7 @@ type Series struct {
 }
 
 func (e *engine) addSeriesPoint() {
-	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.n, Instances: make([]int, len(e.types))}
+	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.N, Instances: make([]int, len(e.types))}
 	var span float64
 	if n := len(e.series.Points); n > 0 {
 		span = (time.Duration(e.now) - e.series.Points[n-1].At).Seconds()
@@ -61,7 +61,7 @@ func (e *engine) addSeriesPoint() {
 		}
 	}
 	e.expireFns()
-	p.Serverless = e.fnIdle.n + e.fnBusy
+	p.Serverless = e.fnIdle.N + e.fnBusy
 	p.CostServerless = e.slCost
 	if e.period.Count() > 0 {
 		p.P50MS = ms(e.period.Quantile(0.5))

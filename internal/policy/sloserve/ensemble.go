@@ -1,8 +1,11 @@
-package sim
+package sloserve
 
 import (
 	"math"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/policy"
+	"github.com/sloserve/sloserve/internal/policy/cocktail"
 )
 
 // sloserve on the ensemble simulator (RunEnsemble): Cocktail's setting — every request carries a
@@ -10,7 +13,7 @@ import (
 // own pool of VMs. sloserve re-implements none of Cocktail: its selection (Alg. 1's dynamic
 // ensembles per constraint, O1/O2 candidates), class-weighted voting (§4.1.1), importance-weighted
 // predictive pools (Alg. 2), cost-aware spot procurement (§4.2.1) and least-free-slot packing are
-// CocktailPolicy's. sloserve changes two settings:
+// cocktail.Cocktail's. sloserve changes two settings:
 //
 //   - Provisioning (sloserve's own rule, where Cocktail is vague): Cocktail sizes a pool by
 //     "load / P_f" and says nothing of headroom; the simulator's Cocktail adds β√R slots
@@ -36,10 +39,10 @@ const (
 	DefaultSloserveAccuracyMargin = 0.01
 )
 
-// SloserveEnsemblePolicy is sloserve on the ensemble simulator: CocktailPolicy with deadline-aware
+// EnsemblePolicy is sloserve on the ensemble simulator: cocktail.Cocktail with deadline-aware
 // pool sizing (waitMiss, see sloserveSlots) and a 1 % accuracy margin.
-func SloserveEnsemblePolicy() EnsemblePolicy {
-	p := CocktailPolicy()
+func EnsemblePolicy() cocktail.Policy {
+	p := cocktail.Cocktail()
 	p.Name = "sloserve"
 	p.Ensemble.AccuracyMargin = DefaultSloserveAccuracyMargin
 	p.Slots = func(rps float64, lat, deadline time.Duration) float64 {
@@ -50,7 +53,9 @@ func SloserveEnsemblePolicy() EnsemblePolicy {
 }
 
 func init() {
-	ensemblePolicies["sloserve"] = SloserveEnsemblePolicy
+	policy.Register(policy.Spec{Name: "sloserve", Port: policy.PortEnsemble,
+		Doc: "sloserve on Cocktail's setting: Cocktail's selection, voting and procurement with deadline-aware (Erlang C) pool sizes and a 1 % accuracy margin",
+		New: func(policy.Env, any) (any, error) { return EnsemblePolicy(), nil }})
 }
 
 // Reasons of sloserveSlots.
@@ -63,14 +68,14 @@ const (
 // sloserveSlots returns the fewest slots c ≥ ⌈a⌉ (a = rps × lat, the offered load) for which an
 // M/M/c queue keeps the probability of a sub-request waiting longer than deadline − lat at most
 // miss, and the reason. A model with no slack (lat ≥ deadline) falls back to Cocktail's
-// square-root staffing (poolSlots, β = DefaultStaffing).
+// square-root staffing (cocktail.PoolSlots, β = cocktail.DefaultStaffing).
 func sloserveSlots(rps float64, lat, deadline time.Duration, miss float64) (float64, string) {
 	a := rps * lat.Seconds()
 	switch {
 	case !(a > 0):
 		return 0, slotsReasonIdle
 	case lat >= deadline || lat <= 0:
-		return poolSlots(rps, lat, DefaultStaffing), slotsReasonNoSlack
+		return cocktail.PoolSlots(rps, lat, cocktail.DefaultStaffing), slotsReasonNoSlack
 	}
 	s := (deadline - lat).Seconds() / lat.Seconds() // slack in service times
 	// Erlang B grows one server at a time (erlangC's recursion), so each c costs O(1).
