@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -436,7 +437,7 @@ func TestUnreachableInstanceRetriesElsewhere(t *testing.T) {
 			t.Errorf("batches sent to the good instance (-want +got):\n%s", d)
 		}
 		g.RemoveInstance(context.Background(), "m", "i1")
-		time.Sleep(2 * downFor)
+		time.Sleep(2 * batcher.DownFor)
 		got = fire(g, 1, 0)()
 		if !strings.Contains(got[0].Err, "backend unavailable") || got[0].Latency != time.Millisecond {
 			t.Errorf("only instance unreachable: got %+v, want backend unavailable right after the 1 ms window", got[0])

@@ -89,7 +89,7 @@ func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oi
 	if err != nil {
 		return nil, err
 	}
-	md := b.md.Load()
+	md := b.Metadata()
 	if md == nil {
 		if version != "" && version != defaultVersion {
 			return nil, fmt.Errorf("%w: %q version %q (metadata not known yet)", ErrModelNotFound, model, version)
@@ -136,7 +136,7 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 	if err != nil {
 		return false, err
 	}
-	ids, err := g.Instances(b.name)
+	ids, err := g.Instances(b.Name())
 	if err != nil {
 		return false, err
 	}
@@ -159,17 +159,17 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if err != nil {
 		return nil, err
 	}
-	if b.maxRows > 0 && rows > b.maxRows {
-		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.maxRows)
+	if b.MaxRows() > 0 && rows > b.MaxRows() {
+		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.MaxRows())
 	}
 	if c.Version != "" && c.Metadata != nil {
 		if err := checkVersion(c.Model, c.Version, c.Metadata); err != nil {
 			return nil, err
 		}
 	}
-	timeout := b.spec.Threshold
+	timeout := b.SLO().Threshold
 	if d := c.SLO.Bound(); d > 0 {
-		if err := feasibleDeadline(d, rows, b.est.cost()); err != nil {
+		if err := feasibleDeadline(d, rows, b.Cost()); err != nil {
 			return nil, err
 		}
 		timeout = d
@@ -180,10 +180,10 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	}
 	st := g.liveStats(c.Model)
 	st.arrivals.Add(1)
-	resp, err := b.submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
+	resp, err := b.Submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
 	done := time.Now()
-	st.record(arrival, done, b.spec.Threshold, err)
-	b.tstats.request(rows, arrival, done, err)
+	st.record(arrival, done, b.SLO().Threshold, err)
+	b.m.tstats.request(rows, arrival, done, err)
 	if err != nil {
 		g.logDetail(c.Model, err)
 	}
@@ -270,7 +270,7 @@ func (g *Gateway) observe(o oip.Observation) {
 	if outcome == outcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
 		b.m.duration.Observe(o.Elapsed.Seconds())
 	}
-	b.m.slo.observe(b.spec.Threshold, outcome, o.Elapsed)
+	b.m.slo.observe(b.SLO().Threshold, outcome, o.Elapsed)
 }
 
 // ServerOptions bound the gateway's http.Server.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -47,7 +48,7 @@ const (
 
 // memberDownFor is how long a member whose sub-request failed (503/502, not a late answer) is
 // left out of fan-outs: the batcher's own downFor for an unreachable instance.
-const memberDownFor = downFor
+const memberDownFor = batcher.DownFor
 
 // readyTTL bounds how stale a member's "has instances" flag may be.
 const readyTTL = 100 * time.Millisecond
@@ -701,7 +702,7 @@ func (e *ensembleRT) metadata() (*oip.ModelMetadata, error) {
 		if err != nil {
 			continue
 		}
-		if md := b.md.Load(); md != nil {
+		if md := b.Metadata(); md != nil {
 			out := *md
 			out.Name = e.spec.Name
 			out.Versions = nil

@@ -135,12 +135,12 @@ func TestEmptyQueueAlwaysAdmits(t *testing.T) {
 		g := newFaultGateway(t, rb, &fixedPolicy{max: 1}, 100*time.Millisecond, 1)
 		defer g.Close(context.Background())
 		b, _ := g.batcher("m")
-		b.est.fixed.Store(int64(time.Hour)) // a stale, absurd estimate
+		b.SeedCost(BatchCost{Fixed: time.Hour}) // a stale, absurd estimate
 		if err := infer(g, "a", 1, 0); err != nil {
 			t.Fatalf("request to an idle model under a stale estimate: %v", err)
 		}
 		synctest.Wait() // the completion reaches the batcher
-		if c := b.est.cost(); c.Of(1) > 10*time.Millisecond {
+		if c := b.Cost(); c.Of(1) > 10*time.Millisecond {
 			t.Errorf("estimate after one batch of 1 ms: %v", c.Of(1))
 		}
 	})
@@ -259,17 +259,14 @@ func TestSlowButAliveInstanceNotBenched(t *testing.T) {
 		rb.extra = nil
 		rb.mu.Unlock()
 		b, _ := g.batcher("m")
-		benched := make(chan int, 1)
-		b.control(func(now time.Time) {
-			n := 0
-			for _, in := range b.insts {
-				if !in.usable(now) {
-					n++
-				}
+		insts, _ := b.Instances()
+		n := 0
+		for _, in := range insts {
+			if !in.Usable {
+				n++
 			}
-			benched <- n
-		})
-		if n := <-benched; n != 0 {
+		}
+		if n != 0 {
 			t.Errorf("%d instances benched after one slow batch, want none (both pass their health check)", n)
 		}
 	})

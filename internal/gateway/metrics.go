@@ -61,6 +61,7 @@ type modelMetrics struct {
 	queueWait prometheus.Observer
 	backend   prometheus.Observer
 	slo       *sloWindow
+	tstats    tritonStats // Triton's statistics (ModelStatistics)
 }
 
 func (m *metrics) forModel(model string, spec slo.Spec) *modelMetrics {

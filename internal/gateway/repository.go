@@ -56,7 +56,7 @@ func versionKey(model string, version int64, gen int) string {
 // lookup finds the batcher serving (model, version): a repository model's version ("" is its
 // default) or a configured model (whose version the handler checks). It returns the version
 // served for a repository model, "" otherwise.
-func (g *Gateway) lookup(model, version string) (*batcher, string, error) {
+func (g *Gateway) lookup(model, version string) (*served, string, error) {
 	if t := g.repo.Load(); t != nil {
 		if e, ok := t.models[model]; ok {
 			v := version
@@ -85,17 +85,17 @@ func (g *Gateway) lookup(model, version string) (*batcher, string, error) {
 
 // acquire is lookup for Infer: a repository version's batcher is held (users) until release,
 // so that RemoveModel waits for the request's answer.
-func (g *Gateway) acquire(model, version string) (*batcher, string, func(), error) {
+func (g *Gateway) acquire(model, version string) (*served, string, func(), error) {
 	for {
 		b, v, err := g.lookup(model, version)
 		if err != nil || v == "" {
 			return b, v, func() {}, err
 		}
-		b.users.Add(1)
-		if cur, ok := (*g.batchers.Load())[b.name]; ok && cur == b {
-			return b, v, func() { b.users.Add(-1) }, nil
+		b.Hold()
+		if cur, ok := (*g.batchers.Load())[b.Name()]; ok && cur == b {
+			return b, v, b.Release, nil
 		}
-		b.users.Add(-1) // removed meanwhile: look again (the new generation, or not found)
+		b.Release() // removed meanwhile: look again (the new generation, or not found)
 	}
 }
 
@@ -137,15 +137,15 @@ func (g *Gateway) RemoveModel(ctx context.Context, name string) error {
 	g.mu.Unlock()
 	t := time.NewTicker(removeModelPoll)
 	defer t.Stop()
-	for b.users.Load() > 0 || b.queued.Load() > 0 {
+	for b.Users() > 0 || b.Queued() > 0 {
 		select {
 		case <-ctx.Done():
-			b.stop(ctx)
+			b.Stop(ctx)
 			return fmt.Errorf("remove model %s: %w", name, ctx.Err())
 		case <-t.C:
 		}
 	}
-	b.stop(ctx)
+	b.Stop(ctx)
 	g.metrics.drop(name)
 	g.log.Info("model removed", "model", name)
 	return ctx.Err()

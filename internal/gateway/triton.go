@@ -34,8 +34,8 @@ func (g *Gateway) ModelConfig(ctx context.Context, model, version string) (*oip.
 		return oip.ConfigFromMetadata(md, 0), nil
 	}
 	maxBatch := int32(0)
-	if b.maxRows > 0 && b.maxRows <= 1<<31-1 && batchable(md) {
-		maxBatch = int32(b.maxRows)
+	if b.MaxRows() > 0 && b.MaxRows() <= 1<<31-1 && batchable(md) {
+		maxBatch = int32(b.MaxRows())
 	}
 	cfg := oip.ConfigFromMetadata(md, maxBatch)
 	ids, _ := g.Instances(model)
@@ -71,10 +71,10 @@ func (g *Gateway) ModelStatistics(ctx context.Context, model, version string) ([
 			continue // an ensemble
 		}
 		v := version
-		if md := b.md.Load(); v == "" && md != nil && len(md.Versions) > 0 {
+		if md := b.Metadata(); v == "" && md != nil && len(md.Versions) > 0 {
 			v = md.Versions[0]
 		}
-		st := b.tstats.snapshot()
+		st := b.m.tstats.snapshot()
 		st.Name, st.Version = n, v
 		out = append(out, st)
 	}

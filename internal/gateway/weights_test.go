@@ -45,17 +45,15 @@ func weightsOf(t *testing.T, g *Gateway) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan map[string]float64, 1)
-	if !b.control(func(time.Time) {
-		w := map[string]float64{}
-		for _, in := range b.insts {
-			w[in.ID] = in.weight
-		}
-		out <- w
-	}) {
+	insts, ok := b.Instances()
+	if !ok {
 		t.Fatal("batcher stopped")
 	}
-	return <-out
+	w := map[string]float64{}
+	for _, in := range insts {
+		w[in.ID] = in.Weight
+	}
+	return w
 }
 
 // Two instances with dispatch weights 3:1 under the weighted pick share 200 requests from eight

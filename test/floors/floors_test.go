@@ -66,6 +66,7 @@ var floorOf = map[string]int{
 	"internal/oipgrpc":    runtime,
 	"internal/adapters":   runtime,
 	"internal/config":     runtime,
+	"internal/batcher":    runtime,
 	"internal/gateway":    runtime,
 	"internal/controller": runtime,
 	"internal/worker":     runtime,
