@@ -78,10 +78,10 @@ func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error
 // first instance. A version the metadata does not list (checkVersion) is ErrModelNotFound, so
 // that /versions/9/infer is 404 rather than served by another version.
 func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
-	if e, ok := g.ens.get(model); ok {
-		md, err := e.metadata()
-		if err != nil {
-			return nil, err
+	if e, ok := g.ens.Get(model); ok {
+		md, ok := e.Metadata()
+		if !ok {
+			return nil, ErrNoMetadata
 		}
 		return md, checkVersion(model, version, md)
 	}
@@ -129,8 +129,8 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 			return false, err
 		}
 	}
-	if e, ok := g.ens.get(model); ok {
-		return e.isReady(ctx), nil
+	if e, ok := g.ens.Get(model); ok {
+		return e.Ready(ctx), nil
 	}
 	b, _, err := g.lookup(model, version)
 	if err != nil {
@@ -147,8 +147,8 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 // for the answer. The deadline is the handler's arrival time plus the request's own bound
 // (parameters "timeout" in µs or "latency_ms"), or else the model's SLO threshold.
 func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
-	if e, ok := g.ens.get(c.Model); ok {
-		return e.infer(ctx, c) // fans out to the members through this same method
+	if e, ok := g.ens.Get(c.Model); ok {
+		return e.Infer(ctx, c) // fans out to the members through this same method
 	}
 	b, version, release, err := g.acquire(c.Model, c.Version)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/dispatch"
+	"github.com/sloserve/sloserve/internal/gateway/fanout"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -59,7 +60,7 @@ type Gateway struct {
 	timeout time.Duration
 	version string // Options.Version
 	metrics *metrics
-	ens     ensembleSet // live Cocktail ensembles (ensemble.go)
+	ens     *fanout.Set // live Cocktail ensembles (package fanout, ensembles.go)
 
 	mu       sync.Mutex // serialises AddModel and Close
 	batchers atomic.Pointer[map[string]*served]
@@ -95,6 +96,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("register gateway metrics: %w", err)
 	}
 	g.metrics = m
+	g.ens = fanout.NewSet(members{g}, g.log)
 	empty := map[string]*served{}
 	g.batchers.Store(&empty)
 	return g, nil

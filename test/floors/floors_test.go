@@ -77,6 +77,8 @@ var floorOf = map[string]int{
 	"internal/chaos":      runtime,
 	"internal/repository": runtime,
 	"internal/telemetry":  runtime,
+	// The gateway's live ensembles (fan-out to the members' batchers).
+	"internal/gateway/fanout": runtime,
 
 	"internal/sim": simulator,
 
