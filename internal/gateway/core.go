@@ -188,7 +188,7 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 		g.logDetail(c.Model, err)
 	}
 	if resp != nil && version != "" {
-		resp.ModelName, resp.ModelVersion = c.Model, version // not the worker's versionKey
+		resp.ModelName, resp.ModelVersion = c.Model, version // not the worker's modelrepo.VersionKey
 	}
 	return resp, err
 }

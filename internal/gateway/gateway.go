@@ -67,7 +67,7 @@ type Gateway struct {
 	closed   atomic.Bool
 	stats    statsTable // per-model request counters (stats.go)
 
-	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repository.go)
+	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repotable.go)
 	repoMgr atomic.Pointer[Repository] // loads and unloads the repository's models; nil: none
 
 	detailLogged, detailSkipped atomic.Int64 // logDetail's rate limit: last log (Unix ns), left out

@@ -98,9 +98,3 @@ func (b *served) list() ([]Instance, bool) {
 	}
 	return l, ok
 }
-
-// readyWaiter is a provider that can wait for one instance (local.Provider): a repository load
-// waits on it per launched instance.
-type readyWaiter interface {
-	WaitReady(ctx context.Context, id string) (provider.Instance, error)
-}

@@ -79,6 +79,8 @@ var floorOf = map[string]int{
 	"internal/telemetry":  runtime,
 	// The gateway's live ensembles (fan-out to the members' batchers).
 	"internal/gateway/fanout": runtime,
+	// The gateway's model-repository manager (load, reload, unload).
+	"internal/gateway/modelrepo": runtime,
 
 	"internal/sim": simulator,
 
