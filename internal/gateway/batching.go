@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/sloserve/sloserve/internal/batcher"
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -39,5 +40,5 @@ var (
 // (Prometheus series and Triton statistics), which observe the batcher.
 type served struct {
 	*batcher.Batcher
-	m *modelMetrics
+	m *metrics.Model
 }

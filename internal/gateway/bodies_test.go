@@ -27,7 +27,7 @@ func (r *sizedReader) Read(p []byte) (int, error) {
 // The model is looked up before the body is read; Content-Length is reserved up front and a
 // chunked body as it is read; past the budget the answer is 503 with Retry-After.
 func TestGuardBodies(t *testing.T) {
-	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 1)
+	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{Max: 1}, time.Second, 16, 1)
 	t.Cleanup(func() { g.Close(context.Background()) })
 	budget := newBodyBudget(1 << 20)
 	var read int64

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -183,7 +184,7 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	resp, err := b.Submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
 	done := time.Now()
 	st.record(arrival, done, b.SLO().Threshold, err)
-	b.m.tstats.request(rows, arrival, done, err)
+	b.m.Request(rows, arrival, done, err)
 	if err != nil {
 		g.logDetail(c.Model, err)
 	}
@@ -262,15 +263,11 @@ func (g *Gateway) observe(o oip.Observation) {
 	if err != nil {
 		return
 	}
-	outcome := outcomeOf(o.Code)
+	outcome := metrics.OutcomeOf(o.Code)
 	if o.Canceled {
-		outcome = outcomeCanceled
+		outcome = metrics.OutcomeCanceled
 	}
-	b.m.outcome[outcome].Inc()
-	if outcome == outcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
-		b.m.duration.Observe(o.Elapsed.Seconds())
-	}
-	b.m.slo.observe(b.SLO().Threshold, outcome, o.Elapsed)
+	b.m.Answer(b.SLO().Threshold, outcome, o.Elapsed)
 }
 
 // ServerOptions bound the gateway's http.Server.

@@ -87,7 +87,7 @@ func ensembleGateway(t *testing.T, be *classBackend, sel string) *Gateway {
 	t.Cleanup(func() { g.Close(context.Background()) })
 	var members []ensemble.Model
 	for i, n := range []string{"a", "b", "c"} {
-		if err := g.AddModel(Model{Name: n, SLO: slo.Spec{Threshold: time.Second, Target: 0.9}, Policy: &fixedPolicy{max: 1}}); err != nil {
+		if err := g.AddModel(Model{Name: n, SLO: slo.Spec{Threshold: time.Second, Target: 0.9}, Policy: &fixedPolicy{Max: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := g.AddInstance(context.Background(), n, Instance{ID: n, Addr: "http://" + n}); err != nil {

@@ -24,24 +24,16 @@ type Label = fanout.Label
 // FeedbackResult is what one feedback call learnt (fanout.FeedbackResult).
 type FeedbackResult = fanout.FeedbackResult
 
-// Response parameters of an ensemble answer (fanout's).
+// Response parameters of an ensemble answer the gateway's callers read (fanout's Param*).
 const (
-	ParamEnsembleMembers      = fanout.ParamEnsembleMembers
-	ParamEnsembleVoters       = fanout.ParamEnsembleVoters
-	ParamEnsembleVotes        = fanout.ParamEnsembleVotes
-	ParamEnsembleClasses      = fanout.ParamEnsembleClasses
-	ParamEnsembleWinningVotes = fanout.ParamEnsembleWinningVotes
+	ParamEnsembleMembers = fanout.ParamEnsembleMembers
+	ParamEnsembleVoters  = fanout.ParamEnsembleVoters
+	ParamEnsembleVotes   = fanout.ParamEnsembleVotes
+	ParamEnsembleClasses = fanout.ParamEnsembleClasses
 )
 
-// Errors of ensemble requests (fanout's).
-var (
-	// ErrNoVote is fanout.ErrNoVote (504).
-	ErrNoVote = fanout.ErrNoVote
-	// ErrNoMemberAvailable is fanout.ErrNoMemberAvailable (503).
-	ErrNoMemberAvailable = fanout.ErrNoMemberAvailable
-	// ErrUnknownRequest is fanout.ErrUnknownRequest.
-	ErrUnknownRequest = fanout.ErrUnknownRequest
-)
+// ErrNoVote (504) and ErrNoMemberAvailable (503) are fanout's errors of ensemble requests.
+var ErrNoVote, ErrNoMemberAvailable = fanout.ErrNoVote, fanout.ErrNoMemberAvailable
 
 // EnsembleFromConfig is fanout.EnsembleFromConfig.
 func EnsembleFromConfig(c config.Ensemble) (Ensemble, error) { return fanout.EnsembleFromConfig(c) }

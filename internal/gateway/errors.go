@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -37,40 +36,4 @@ func detailOf(err error) (string, bool) {
 		return d.Detail(), true
 	}
 	return "", false
-}
-
-// outcome labels for sloserve_requests_total: a bounded set derived from the status code.
-const (
-	outcomeOK         = "ok"
-	outcomeBadRequest = "bad_request"
-	outcomeRejected   = "rejected"
-	outcomeTimeout    = "timeout"
-	outcomeBackend    = "backend_error"
-	outcomeUnavail    = "unavailable"
-	outcomeCanceled   = "canceled"
-	outcomeOther      = "error"
-)
-
-var outcomes = []string{outcomeOK, outcomeBadRequest, outcomeRejected, outcomeTimeout, outcomeBackend,
-	outcomeUnavail, outcomeCanceled, outcomeOther}
-
-// outcomeOf maps an answer's HTTP status to its outcome label.
-func outcomeOf(code int) string {
-	switch {
-	case code == http.StatusOK:
-		return outcomeOK
-	case code == http.StatusTooManyRequests:
-		return outcomeRejected
-	case code == http.StatusGatewayTimeout:
-		return outcomeTimeout
-	case code == http.StatusServiceUnavailable:
-		return outcomeUnavail
-	case code == 499:
-		return outcomeCanceled
-	case code == http.StatusBadGateway, code == http.StatusInternalServerError:
-		return outcomeBackend
-	case code >= 400 && code < 500:
-		return outcomeBadRequest
-	}
-	return outcomeOther
 }

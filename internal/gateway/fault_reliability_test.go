@@ -86,7 +86,7 @@ func warm(t *testing.T, g *Gateway) {
 func TestHungInstanceBatchRetriedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
-		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 200*time.Millisecond, 2)
+		g := newFaultGateway(t, hb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 200*time.Millisecond, 2)
 		warm(t, g)
 		warm(t, g)
 		hb.setHung("a0", true)
@@ -123,7 +123,7 @@ func TestHungInstanceBatchRetriedElsewhere(t *testing.T) {
 func TestHungOnlyInstanceWaitsForDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
-		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 100*time.Millisecond, 1)
+		g := newFaultGateway(t, hb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 100*time.Millisecond, 1)
 		warm(t, g)
 		hb.setHung("a0", true)
 		start := time.Now()
@@ -151,7 +151,7 @@ func TestHungOnlyInstanceWaitsForDeadline(t *testing.T) {
 func TestAdmissionByDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
-		g := newFaultGateway(t, fb, &fixedPolicy{max: 2, wait: time.Millisecond}, 50*time.Millisecond, 1)
+		g := newFaultGateway(t, fb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 50*time.Millisecond, 1)
 		warm(t, g)
 		fire(g, 2, 0)() // a batch of 2 rows: the fit learns the time does not grow with rows
 		got := fire(g, 20, 0)()

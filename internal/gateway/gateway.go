@@ -16,6 +16,7 @@ import (
 	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/gateway/fanout"
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -59,7 +60,7 @@ type Gateway struct {
 	pick    string
 	timeout time.Duration
 	version string // Options.Version
-	metrics *metrics
+	metrics *metrics.Set
 	ens     *fanout.Set // live Cocktail ensembles (package fanout, ensembles.go)
 
 	mu       sync.Mutex // serialises AddModel and Close
@@ -91,7 +92,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.timeout <= 0 {
 		g.timeout = 30 * time.Second
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := metrics.New(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("register gateway metrics: %w", err)
 	}
@@ -141,7 +142,7 @@ func (g *Gateway) AddModel(m Model) error {
 	if err != nil {
 		return err
 	}
-	mm := g.metrics.forModel(m.Name, m.SLO)
+	mm := g.metrics.ForModel(m.Name, m.SLO)
 	b := &served{Batcher: batcher.New(batcher.Config{Model: m, Picker: picker, Backend: g.backend, Timeout: g.timeout,
 		Log: g.log, Observer: mm}), m: mm}
 	next := make(map[string]*served, len(old)+1)

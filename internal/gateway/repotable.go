@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway/modelrepo"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -132,21 +130,9 @@ func (g *Gateway) RemoveModel(ctx context.Context, name string) error {
 		}
 	}
 	b.Stop(ctx)
-	g.metrics.drop(name)
+	g.metrics.Drop(name)
 	g.log.Info("model removed", "model", name)
 	return ctx.Err()
-}
-
-// drop deletes a removed model's series, so that a retired repository generation's gauges do
-// not stay at their last values (and its label values do not pile up across reloads).
-func (m *metrics) drop(model string) {
-	l := prometheus.Labels{"model": model}
-	m.requests.DeletePartialMatch(l)
-	m.duration.drop(model)
-	m.slo.drop(model)
-	m.batchSize.DeletePartialMatch(l)
-	m.queue.DeletePartialMatch(l)
-	m.instances.DeletePartialMatch(l)
 }
 
 // LoadModel implements oip.RepositoryManager with the attached Repository.

@@ -41,7 +41,7 @@ func TestTraceparentReachesWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{max: 1}}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{Max: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.AddInstance(context.Background(), "m", Instance{ID: "w0", Addr: w.URL}); err != nil {

@@ -81,7 +81,7 @@ func TestSetWeightsSplitsLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: 10 * time.Second, Target: 0.98},
-				Policy: &fixedPolicy{max: 1}, QueueLimit: 64, Slots: 16}); err != nil {
+				Policy: &fixedPolicy{Max: 1}, QueueLimit: 64, Slots: 16}); err != nil {
 				t.Fatal(err)
 			}
 			// "b" first, so that ties of the weighted pick go to the lighter instance.
@@ -166,7 +166,7 @@ func TestSetWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
-	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{max: 1}}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{Max: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	add := func(id string) {

@@ -81,6 +81,10 @@ var floorOf = map[string]int{
 	"internal/gateway/fanout": runtime,
 	// The gateway's model-repository manager (load, reload, unload).
 	"internal/gateway/modelrepo": runtime,
+	// The gateway's measurements (Prometheus series, Triton statistics).
+	"internal/gateway/metrics": runtime,
+	// Helpers the gateway's and the serving stack's tests share (imported by tests only).
+	"internal/gateway/gatewaytest": runtime,
 
 	"internal/sim": simulator,
 

@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"iter"
@@ -113,10 +113,10 @@ type sloWindow struct {
 // errors and cancellations are not the server's to meet and are left out; any other failure,
 // refusal or time-out is a violation, as is a success slower than the threshold.
 func (w *sloWindow) observe(threshold time.Duration, outcome string, elapsed time.Duration) {
-	if w == nil || outcome == outcomeBadRequest || outcome == outcomeCanceled {
+	if w == nil || outcome == OutcomeBadRequest || outcome == OutcomeCanceled {
 		return
 	}
-	good := outcome == outcomeOK && elapsed <= threshold
+	good := outcome == OutcomeOK && elapsed <= threshold
 	w.total.Inc()
 	if !good {
 		w.bad.Inc()
@@ -224,29 +224,29 @@ func (m *sloMetrics) window(model string, threshold time.Duration, target float6
 	return w
 }
 
-var _ batcher.Observer = (*modelMetrics)(nil)
+var _ batcher.Observer = (*Model)(nil)
 
 // Answered implements batcher.Observer: the queue wait and the backend round trip of a request of
 // a batch that was answered (not one sent back to the queue for a retry).
-func (mm *modelMetrics) Answered(wait, rtt time.Duration) {
+func (mm *Model) Answered(wait, rtt time.Duration) {
 	mm.queueWait.Observe(wait.Seconds())
 	mm.backend.Observe(rtt.Seconds())
 }
 
 // QueueLength implements batcher.Observer.
-func (mm *modelMetrics) QueueLength(n int) { mm.queue.Set(float64(n)) }
+func (mm *Model) QueueLength(n int) { mm.queue.Set(float64(n)) }
 
 // BatchSize implements batcher.Observer.
-func (mm *modelMetrics) BatchSize(n int) { mm.batchSize.Observe(float64(n)) }
+func (mm *Model) BatchSize(n int) { mm.batchSize.Observe(float64(n)) }
 
 // InstanceCounts implements batcher.Observer.
-func (mm *modelMetrics) InstanceCounts(ready, draining int) {
+func (mm *Model) InstanceCounts(ready, draining int) {
 	mm.ready.Set(float64(ready))
 	mm.draining.Set(float64(draining))
 }
 
 // Executed implements batcher.Observer: Triton's per-batch statistics.
-func (mm *modelMetrics) Executed(rows int64, rtt time.Duration, waits iter.Seq[time.Duration]) {
+func (mm *Model) Executed(rows int64, rtt time.Duration, waits iter.Seq[time.Duration]) {
 	mm.tstats.batch(rows, rtt, waits)
 }
 
