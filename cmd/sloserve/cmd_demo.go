@@ -113,7 +113,7 @@ func parseDemoFlags(args []string) (demoOptions, error) {
 		o.instances = 3 // a fault then leaves two of three workers serving
 	}
 	var err error
-	if o.payloads, err = samplePayloads(o.model); err != nil {
+	if o.payloads, err = samplePayloads(o.model, 1); err != nil {
 		return demoOptions{}, usagef("demo: --model: %v", err)
 	}
 	if o.ctlName != config.ControllerNone && o.workerRPS == 0 {

@@ -18,7 +18,7 @@ import (
 	"github.com/sloserve/sloserve/internal/ensemble/measure"
 	"github.com/sloserve/sloserve/internal/models"
 	"github.com/sloserve/sloserve/internal/models/fashion"
-	"github.com/sloserve/sloserve/internal/sim"
+	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 	bundled "github.com/sloserve/sloserve/models"
@@ -291,16 +291,16 @@ func writeEnsembleJSON(w io.Writer, v any) error {
 // ensembleSimulateOptions is 'ensemble simulate' validated and loaded: the simulator's config,
 // the policies, Cocktail's data and the scaled trace.
 type ensembleSimulateOptions struct {
-	cfg    sim.EnsembleConfig
-	pols   []sim.EnsemblePolicy
-	data   *sim.CocktailData
+	cfg    simens.EnsembleConfig
+	pols   []simens.EnsemblePolicy
+	data   *simens.CocktailData
 	tr     *trace.Trace
 	asJSON bool
 }
 
 // runEnsembleSimulate is `sloserve ensemble simulate`: Cocktail's setup (ImageNet per-class
 // table, constraints, spot prices) served on a trace by the ensemble simulator
-// (sim.RunEnsemble), one Summary per policy (docs/cocktail.md, "Serving simulation").
+// (simens.RunEnsemble), one Summary per policy (docs/cocktail.md, "Serving simulation").
 func runEnsembleSimulate(ctx context.Context, args []string, e env) error {
 	o, err := parseEnsembleSimulateFlags(args)
 	if err != nil {
@@ -319,14 +319,14 @@ func runEnsembleSimulate(ctx context.Context, args []string, e env) error {
 // parseEnsembleSimulateFlags parses and validates the flags of 'ensemble simulate' and loads the
 // data and trace they name; a bad one is a usage error naming it.
 func parseEnsembleSimulateFlags(args []string) (ensembleSimulateOptions, error) {
-	o := ensembleSimulateOptions{cfg: sim.DefaultEnsembleConfig()}
+	o := ensembleSimulateOptions{cfg: simens.DefaultEnsembleConfig()}
 	cfg := &o.cfg
 	fs := flag.NewFlagSet("ensemble simulate", flag.ContinueOnError)
 	dataDir := fs.String("data", "../shared/data", "shared data `dir` (ensembles/, prices/, traces/)")
-	tracePath := fs.String("trace", "", "arrival trace `file` (default: <data>/"+sim.CocktailTwitterTrace+")")
-	policy := fs.String("policy", "cocktail,clipper,infaas", "comma-separated ensemble policies or 'all' ("+strings.Join(sim.EnsemblePolicyNames(), ", ")+")")
-	duration := fs.Duration("duration", sim.CocktailDuration, "replay the first DURATION of the trace (0 = all of it)")
-	meanRPS := fs.Float64("mean-rps", sim.CocktailMeanRPS, "scale the sample to this mean rate, requests/s (0 = the trace's own)")
+	tracePath := fs.String("trace", "", "arrival trace `file` (default: <data>/"+simens.CocktailTwitterTrace+")")
+	policy := fs.String("policy", "cocktail,clipper,infaas", "comma-separated ensemble policies or 'all' ("+strings.Join(simens.EnsemblePolicyNames(), ", ")+")")
+	duration := fs.Duration("duration", simens.CocktailDuration, "replay the first DURATION of the trace (0 = all of it)")
+	meanRPS := fs.Float64("mean-rps", simens.CocktailMeanRPS, "scale the sample to this mean rate, requests/s (0 = the trace's own)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	sloMS := fs.Float64("slo-ms", float64(cfg.SLO.Threshold)/1e6, "response deadline in ms: requests are answered with the votes that arrived by then")
 	fs.DurationVar(&cfg.FailAt, "fail-at", 0, "kill --fail-fraction of every pool's instances at this offset (0 = no failures)")
@@ -352,26 +352,26 @@ func parseEnsembleSimulateFlags(args []string) (ensembleSimulateOptions, error) 
 	if o.pols, err = ensemblePolicies(*policy); err != nil {
 		return o, err
 	}
-	if o.data, err = sim.LoadCocktailData(*dataDir); err != nil {
+	if o.data, err = simens.LoadCocktailData(*dataDir); err != nil {
 		return o, usagef("ensemble simulate: --data: %v", err)
 	}
 	cfg.SpotPrices = o.data.SpotPrices
 	if *tracePath == "" {
-		*tracePath = filepath.Join(*dataDir, sim.CocktailTwitterTrace)
+		*tracePath = filepath.Join(*dataDir, simens.CocktailTwitterTrace)
 	}
 	o.tr, err = openCocktailTrace(*tracePath, *duration, *meanRPS)
 	return o, err
 }
 
 // ensemblePolicies are the ensemble policies --policy names (comma-separated, or all).
-func ensemblePolicies(policy string) ([]sim.EnsemblePolicy, error) {
+func ensemblePolicies(policy string) ([]simens.EnsemblePolicy, error) {
 	names := strings.Split(policy, ",")
 	if policy == "all" {
-		names = sim.EnsemblePolicyNames()
+		names = simens.EnsemblePolicyNames()
 	}
-	pols := make([]sim.EnsemblePolicy, 0, len(names))
+	pols := make([]simens.EnsemblePolicy, 0, len(names))
 	for _, n := range names {
-		p, err := sim.NewEnsemblePolicy(strings.TrimSpace(n))
+		p, err := simens.NewEnsemblePolicy(strings.TrimSpace(n))
 		if err != nil {
 			return nil, usagef("ensemble simulate: --policy: %v", err)
 		}
@@ -389,7 +389,7 @@ func openCocktailTrace(path string, duration time.Duration, meanRPS float64) (*t
 	}
 	opts := trace.Options{To: duration}
 	if meanRPS > 0 {
-		if opts, err = sim.CocktailTraceOptions(tr, duration, meanRPS); err != nil {
+		if opts, err = simens.CocktailTraceOptions(tr, duration, meanRPS); err != nil {
 			return nil, usagef("ensemble simulate: %v", err)
 		}
 		if duration == 0 {
@@ -407,7 +407,7 @@ func simulateEnsembles(ctx context.Context, o ensembleSimulateOptions) ([]slo.Su
 	cat := cost.DefaultCatalog()
 	sums := make([]slo.Summary, 0, len(o.pols))
 	for _, p := range o.pols {
-		res, err := sim.RunEnsemble(ctx, o.cfg, &cat, sim.NewEnsembleWorkload(o.data, o.tr, o.cfg.Seed), p)
+		res, err := simens.RunEnsemble(ctx, o.cfg, &cat, simens.NewEnsembleWorkload(o.data, o.tr, o.cfg.Seed), p)
 		if err != nil {
 			return nil, fmt.Errorf("ensemble simulate: %w", err)
 		}

@@ -48,7 +48,7 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	if err := spec.Validate(); err != nil {
 		return usagef("load: --slo-ms/--slo-target: %v", err)
 	}
-	payloads, err := samplePayloads(*model)
+	payloads, err := samplePayloads(*model, 1)
 	if err != nil {
 		return usagef("load: --model: %v", err)
 	}
@@ -69,7 +69,8 @@ func runLoad(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	s := res.Summary
-	s.Extra = map[string]float64{"worker_busy_s": res.WorkSeconds, "client_late_sends": float64(res.Late)}
+	s.Extra = map[string]float64{"worker_busy_s": res.WorkSeconds, "client_late_sends": float64(res.Late),
+		"wire_p50_ms": float64(res.WireP50.Microseconds()) / 1000, "wire_p99_ms": float64(res.WireP99.Microseconds()) / 1000}
 	if s.Completed > 0 {
 		s.Extra["work_us_per_request"] = res.WorkSeconds / float64(s.Completed) * 1e6
 	}

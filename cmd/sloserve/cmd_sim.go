@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/experiment"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -158,9 +159,9 @@ func (f simFlags) replayOptions() (simOptions, error) {
 // loadConfig sets o's engine config, catalog, model and policy options from the defaults, --config
 // and the SLO and seed flags.
 func (f simFlags) loadConfig(o *simOptions) error {
-	var fc *sim.FileConfig
+	var fc *experiment.FileConfig
 	if f.configPath != "" {
-		c, err := sim.LoadFileConfig(f.configPath)
+		c, err := experiment.LoadFileConfig(f.configPath)
 		if err != nil {
 			return usagef("sim: --config: %v", err)
 		}
@@ -230,9 +231,9 @@ func simPolicies(policy string) (names []string, skipMissing bool, err error) {
 	return names, skipMissing, nil
 }
 
-// simulate replays the trace through each policy (sim.Compare), with a progress bar when stderr
+// simulate replays the trace through each policy (experiment.Compare), with a progress bar when stderr
 // is a terminal; the policies skipped are noted on stderr.
-func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]sim.Named, error) {
+func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]experiment.Named, error) {
 	cfg := o.cfg
 	var bar *progressbar.ProgressBar
 	if isTerminal(stderr) {
@@ -249,7 +250,7 @@ func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]sim.Named,
 			_ = bar.Set64(done + int64(reached.Seconds()))
 		}
 	}
-	runs, skipped, err := sim.Compare(ctx, cfg, &o.cat, o.model, o.tr, o.names, o.decoder, o.skipMissing)
+	runs, skipped, err := experiment.Compare(ctx, cfg, &o.cat, o.model, o.tr, o.names, o.decoder, o.skipMissing)
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -264,14 +265,14 @@ func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]sim.Named,
 
 // printSim writes the runs' series (--series) and plots (--plot), prints their plans to stderr
 // (--plans) and their Summaries to stdout, as JSON or a table.
-func printSim(e env, o simOptions, runs []sim.Named) error {
+func printSim(e env, o simOptions, runs []experiment.Named) error {
 	if o.seriesPath != "" {
 		if err := writeSeries(o.seriesPath, runs); err != nil {
 			return err
 		}
 	}
 	if o.plotDir != "" {
-		files, err := sim.WritePlots(o.plotDir, runs, float64(o.cfg.SLO.Threshold)/1e6, o.cfg.SLO.Target)
+		files, err := experiment.WritePlots(o.plotDir, runs, float64(o.cfg.SLO.Threshold)/1e6, o.cfg.SLO.Target)
 		if err != nil {
 			return err
 		}
@@ -318,7 +319,7 @@ func isTerminal(w any) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func writeSeries(path string, runs []sim.Named) error {
+func writeSeries(path string, runs []experiment.Named) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("sim: --series: %w", err)
@@ -347,7 +348,7 @@ func writeSeries(path string, runs []sim.Named) error {
 			}
 			aligned.Points[j] = q
 		}
-		if err := aligned.WriteCSV(f, r.Policy, i == 0); err != nil {
+		if err := experiment.WriteSeriesCSV(f, aligned, r.Policy, i == 0); err != nil {
 			f.Close()
 			return err
 		}
@@ -380,7 +381,7 @@ func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
 
 // runScoreboard is `sloserve sim --scoreboard` (docs/scoreboard.md).
 func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Duration, seed uint64, asJSON bool) error {
-	c := sim.ScoreboardConfig{Root: ".", Duration: d, Seed: seed}
+	c := experiment.ScoreboardConfig{Root: ".", Duration: d, Seed: seed}
 	if dirs == "" {
 		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
 	} else {
@@ -395,7 +396,7 @@ func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Durat
 		}
 	}
 	c.Progress = func(setting, tr, pol string) { fmt.Fprintf(e.stderr, "scoreboard: %s / %s / %s\n", setting, tr, pol) }
-	es, notes, err := sim.RunScoreboard(ctx, c)
+	es, notes, err := experiment.RunScoreboard(ctx, c)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -404,15 +405,15 @@ func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Durat
 	}
 	if asJSON {
 		if es == nil {
-			es = []sim.ScoreEntry{}
+			es = []experiment.ScoreEntry{}
 		}
 		return slo.WriteJSON(e.stdout, es)
 	}
-	if err := sim.WriteScoreTable(e.stdout, es); err != nil {
+	if err := experiment.WriteScoreTable(e.stdout, es); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout)
-	for _, v := range sim.ScoreVerdict(es) {
+	for _, v := range experiment.ScoreVerdict(es) {
 		fmt.Fprintln(e.stdout, "- "+v)
 	}
 	return nil

@@ -91,6 +91,9 @@ func Listen(g *Gateway, h http.Handler, o FrontOptions) (*Front, error) {
 			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: gc.IdleTimeout,
 				MaxConnectionAge: gc.GRPCMaxConnectionAge, MaxConnectionAgeGrace: gc.WriteTimeout}),
 			grpc.StatsHandler(grpcConnStats{conns}), // (grpc-go shares write buffers by default: an idle connection holds none)
+			// Request ids, trace context and the access log, as telemetry.Middleware on REST.
+			grpc.ChainUnaryInterceptor(telemetry.UnaryServerInterceptor(telemetry.AccessLogOptions{Logger: log,
+				SampleRatio: gc.AccessLogSample, Tracing: o.Tracing})),
 		}
 		if gc.TLSCert != "" { // the REST endpoint's certificate serves gRPC too
 			creds, cerr := grpcTLS(gc.TLSCert, gc.TLSKey)

@@ -20,7 +20,7 @@ import (
 var _ oip.RepositoryManager = (*Gateway)(nil)
 
 // errNoRepository answers load/unload on a gateway without a model repository.
-var errNoRepository = fmt.Errorf("gateway: %w: no model repository is configured (model_repository, --model-repository)", oip.ErrNotFound)
+var errNoRepository = fmt.Errorf("gateway: %w: no model repository is configured (model_repository, --model-repository)", oip.ErrNotImplemented)
 
 // repoTable is the published view of the repository's loaded models: each public name's
 // versions and the batcher key (internal model name, modelrepo.VersionKey) serving each. It is replaced, never

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/oip"
@@ -86,11 +89,17 @@ type Result struct {
 	// Late counts requests sent more than 1 ms after their scheduled time (the generator could
 	// not keep up; their latency still counts from the scheduled time).
 	Late int64
+	// WireP50 and WireP99 are quantiles (nearest rank) over the 200 answers of the time from the
+	// request's headers being written to the answer's first byte: what the server and the network
+	// took, without the generator's own delays before sending (late timers, goroutine start,
+	// connection set-up) or after. The Summary's latencies count from the scheduled time.
+	WireP50, WireP99 time.Duration
 }
 
 // outcome is one request's result, sent to the collector.
 type outcome struct {
 	latency   time.Duration
+	wire      time.Duration // headers written → first answer byte; 0 when unknown
 	code      int
 	batch     int
 	serviceUS int64
@@ -127,6 +136,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	)
 	var invBatch float64
 	var batched, correct, labelled int64
+	var wires []time.Duration
 	go func() { // the collector owns the recorder
 		defer close(done)
 		for o := range outs {
@@ -137,6 +147,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			switch {
 			case o.code == http.StatusOK:
 				rec.Completed(o.latency, slo.TierVM)
+				if o.wire > 0 {
+					wires = append(wires, o.wire)
+				}
 				res.WorkSeconds += float64(o.serviceUS) / 1e6
 				if o.batch > 0 {
 					invBatch += 1 / float64(o.batch)
@@ -203,6 +216,7 @@ schedule:
 		elapsed = cfg.Duration
 	}
 	res.Summary = rec.Summary(cfg.Policy, cfg.Trace, elapsed)
+	res.WireP50, res.WireP99 = nearestRank(wires, 50), nearestRank(wires, 99)
 	if batched > 0 {
 		res.Summary.MeanBatchSize = float64(batched) / invBatch
 	}
@@ -213,17 +227,34 @@ schedule:
 	return res, err
 }
 
+// nearestRank returns the p-th percentile of xs by nearest rank (sorting xs), 0 for none.
+func nearestRank(xs []time.Duration, p int) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[max(0, (p*len(xs)+99)/100-1)]
+}
+
 // send posts one request due at due and measures its latency from due.
 func send(ctx context.Context, c *http.Client, url string, p Payload, due time.Time, timeout time.Duration) outcome {
 	o := outcome{label: p.Label, predicted: -1, late: time.Since(due) > time.Millisecond}
 	ctx, cancel := context.WithDeadline(ctx, due.Add(timeout))
 	defer cancel()
+	var wrote, first atomic.Int64 // ns since due; set by the transport's goroutines
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders:         func() { wrote.Store(int64(time.Since(due))) },
+		GotFirstResponseByte: func() { first.Store(int64(time.Since(due))) },
+	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(p.Body))
 	if err != nil {
 		return o
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
+	if w, f := wrote.Load(), first.Load(); w > 0 && f > w {
+		o.wire = time.Duration(f - w)
+	}
 	if err != nil {
 		o.latency = time.Since(due)
 		return o

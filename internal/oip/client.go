@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,32 +86,9 @@ func modelPath(model, version string) string {
 // response's ServiceTime is read from HeaderServiceTime when the server sends it. The request is
 // marked idempotent, so the transport may resend it once on a connection that went stale.
 func (c *Client) Infer(ctx context.Context, model, version string, req *InferenceRequest) (*InferenceResponse, error) {
-	var body []byte
-	headerLen := -1
-	var err error
-	if c.binary {
-		bin := *req
-		bin.Parameters = make(Parameters, len(req.Parameters)+1)
-		for k, v := range req.Parameters {
-			bin.Parameters[k] = v
-		}
-		bin.Parameters[ParamBinaryDataOutput] = true
-		body, headerLen, err = AppendRequestBinary(make([]byte, 0, estimateSize(req)), &bin)
-	} else {
-		body, err = AppendRequest(make([]byte, 0, estimateSize(req)), req)
-	}
+	hr, err := c.inferRequest(ctx, model, version, req)
 	if err != nil {
-		return nil, fmt.Errorf("oip: encode request: %w", err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+modelPath(model, version)+"/infer", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("oip: infer %s: %w", model, err)
-	}
-	if headerLen >= 0 {
-		hr.Header.Set("Content-Type", "application/octet-stream")
-		hr.Header.Set(HeaderInferenceHeaderLength, strconv.Itoa(headerLen))
-	} else {
-		hr.Header.Set("Content-Type", "application/json")
+		return nil, err
 	}
 	hr.Header["Idempotency-Key"] = nil // replayable, not sent (net/http Transport docs)
 	res, err := c.hc.Do(hr)
@@ -148,6 +126,47 @@ func (c *Client) Infer(ctx context.Context, model, version string, req *Inferenc
 }
 
 // estimateSize guesses the encoded size of req, so that encoding rarely grows the buffer.
+// inferRequest builds the HTTP request of Infer: JSON, or with BinaryData the binary extension's
+// layout streamed from its parts (the tensors' own memory where the host's layout is the wire's).
+func (c *Client) inferRequest(ctx context.Context, model, version string, req *InferenceRequest) (*http.Request, error) {
+	u := c.base + modelPath(model, version) + "/infer"
+	if !c.binary {
+		body, err := AppendRequest(make([]byte, 0, estimateSize(req)), req)
+		if err != nil {
+			return nil, fmt.Errorf("oip: encode request: %w", err)
+		}
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("oip: infer %s: %w", model, err)
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		return hr, nil
+	}
+	bin := *req
+	bin.Parameters = make(Parameters, len(req.Parameters)+1)
+	for k, v := range req.Parameters {
+		bin.Parameters[k] = v
+	}
+	bin.Parameters[ParamBinaryDataOutput] = true
+	parts, size, err := requestBinaryParts(&bin, 256+128*len(req.Inputs))
+	if err != nil {
+		return nil, fmt.Errorf("oip: encode request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("oip: infer %s: %w", model, err)
+	}
+	hr.GetBody = func() (io.ReadCloser, error) {
+		b := net.Buffers(slices.Clone(parts))
+		return io.NopCloser(&b), nil
+	}
+	hr.Body, _ = hr.GetBody()
+	hr.ContentLength = size
+	hr.Header.Set("Content-Type", "application/octet-stream")
+	hr.Header.Set(HeaderInferenceHeaderLength, strconv.Itoa(len(parts[0])))
+	return hr, nil
+}
+
 func estimateSize(req *InferenceRequest) int {
 	n := 256
 	for i := range req.Inputs {

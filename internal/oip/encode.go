@@ -21,6 +21,21 @@ func AppendRequest(dst []byte, r *InferenceRequest) ([]byte, error) {
 // whose length it returns (the Inference-Header-Content-Length).
 func appendRequest(dst []byte, r *InferenceRequest, binary bool) (out []byte, headerLen int, err error) {
 	start := len(dst)
+	if dst, err = appendRequestJSON(dst, r, binary); err != nil {
+		return dst, 0, err
+	}
+	headerLen = len(dst) - start
+	if binary {
+		for i := range r.Inputs {
+			dst = appendBlob(dst, &r.Inputs[i])
+		}
+	}
+	return dst, headerLen, nil
+}
+
+// appendRequestJSON appends r's JSON; with binary, its tensors announce binary_data_size and
+// carry no data.
+func appendRequestJSON(dst []byte, r *InferenceRequest, binary bool) (_ []byte, err error) {
 	dst = append(dst, '{')
 	sep := false
 	if r.ID != "" {
@@ -31,7 +46,7 @@ func appendRequest(dst []byte, r *InferenceRequest, binary bool) (out []byte, he
 	if r.Parameters != nil {
 		dst = appendKey(dst, "parameters", sep)
 		if dst, err = appendParameters(dst, r.Parameters); err != nil {
-			return dst, 0, fmt.Errorf("request parameters: %w", err)
+			return dst, fmt.Errorf("request parameters: %w", err)
 		}
 		sep = true
 	}
@@ -42,7 +57,7 @@ func appendRequest(dst []byte, r *InferenceRequest, binary bool) (out []byte, he
 			dst = append(dst, ',')
 		}
 		if dst, err = appendTensor(dst, &r.Inputs[i], binary); err != nil {
-			return dst, 0, fmt.Errorf("inputs[%d]: %w", i, err)
+			return dst, fmt.Errorf("inputs[%d]: %w", i, err)
 		}
 	}
 	dst = append(dst, ']')
@@ -57,21 +72,36 @@ func appendRequest(dst []byte, r *InferenceRequest, binary bool) (out []byte, he
 			if o.Parameters != nil {
 				dst = append(dst, `,"parameters":`...)
 				if dst, err = appendParameters(dst, o.Parameters); err != nil {
-					return dst, 0, fmt.Errorf("outputs[%d] parameters: %w", i, err)
+					return dst, fmt.Errorf("outputs[%d] parameters: %w", i, err)
 				}
 			}
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
 	}
-	dst = append(dst, '}')
-	headerLen = len(dst) - start
-	if binary {
-		for i := range r.Inputs {
-			dst = appendBlob(dst, &r.Inputs[i])
-		}
+	return append(dst, '}'), nil
+}
+
+// requestBinaryParts returns r in the binary extension's layout as parts to be written in turn:
+// the JSON part, then each input's binary section. Fixed-size numeric inputs share the tensors'
+// memory on a little-endian host, so a client streams a large tensor to the socket without
+// assembling (allocating, zeroing and copying) a body of its size first.
+func requestBinaryParts(r *InferenceRequest, jsonSize int) (parts [][]byte, size int64, err error) {
+	header, err := appendRequestJSON(make([]byte, 0, jsonSize), r, true)
+	if err != nil {
+		return nil, 0, err
 	}
-	return dst, headerLen, nil
+	parts = append(make([][]byte, 0, 1+len(r.Inputs)), header)
+	size = int64(len(header))
+	for i := range r.Inputs {
+		b, ok := fixedBytes(&r.Inputs[i])
+		if !ok || !hostLittleEndian {
+			b = appendBlob(nil, &r.Inputs[i])
+		}
+		parts = append(parts, b)
+		size += int64(len(b))
+	}
+	return parts, size, nil
 }
 
 // AppendResponse appends r's JSON encoding to dst, with the same rules as AppendRequest.

@@ -18,6 +18,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrMethodNotAllowed: the endpoint exists but not for this method (405).
 	ErrMethodNotAllowed = errors.New("method not allowed")
+	// ErrNotImplemented: the server does not offer this feature as configured (501; gRPC
+	// UNIMPLEMENTED), e.g. repository load/unload without a model repository.
+	ErrNotImplemented = errors.New("not implemented")
 	// ErrTooLarge: the body or a tensor exceeds the configured Limits (413).
 	ErrTooLarge = errors.New("request too large")
 	// ErrOverloaded: the server sheds load; retry after the Retry-After header (429).
@@ -39,6 +42,7 @@ var statusTable = []struct {
 	{ErrModelNotFound, http.StatusNotFound},
 	{ErrNotFound, http.StatusNotFound},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed},
+	{ErrNotImplemented, http.StatusNotImplemented},
 	{ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrOverloaded, http.StatusTooManyRequests},
 	{ErrUnavailable, http.StatusServiceUnavailable},

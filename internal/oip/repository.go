@@ -49,14 +49,14 @@ func (h *handler) repositoryUnload(w http.ResponseWriter, r *http.Request) {
 }
 
 // repositoryChange decodes the optional body {"parameters": {...}} and calls do with the
-// Core's RepositoryManager; 404 when the Core has none.
+// Core's RepositoryManager; 501 when the Core has none.
 func (h *handler) repositoryChange(w http.ResponseWriter, r *http.Request, route string, do func(RepositoryManager, string, map[string]any) error) {
 	start := h.opts.Now()
 	m := r.PathValue("model")
 	err := func() error {
 		rm, ok := h.core.(RepositoryManager)
 		if !ok {
-			return fmt.Errorf("%w: this server has no model repository", ErrNotFound)
+			return fmt.Errorf("%w: this server has no model repository", ErrNotImplemented)
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxIndexBody))
 		if err != nil {

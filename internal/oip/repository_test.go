@@ -60,7 +60,7 @@ func TestRepositoryLoadUnload(t *testing.T) {
 		{name: "unload dependents", path: "/v2/repository/models/m/unload", body: `{"parameters":{"unload_dependents":true}}`, wantCode: 200},
 		{name: "unload other parameter", path: "/v2/repository/models/m/unload", body: `{"parameters":{"x":1}}`, wantCode: 400, wantBody: `\"x\" is not supported`},
 		{name: "unload unknown", path: "/v2/repository/models/x/unload", wantCode: 404},
-		{name: "no repository", path: "/v2/repository/models/m/load", plain: true, wantCode: 404, wantBody: "no model repository"},
+		{name: "no repository", path: "/v2/repository/models/m/load", plain: true, wantCode: 501, wantBody: "no model repository"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

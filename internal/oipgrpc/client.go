@@ -49,7 +49,8 @@ func Dial(target string, opts ClientOptions) (*Client, error) {
 	do := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(lim.MaxBodyBytes)), grpc.MaxCallSendMsgSize(int(lim.MaxBodyBytes))),
-	}, opts.DialOptions...)
+	}, WindowOptions()...)
+	do = append(do, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, do...)
 	if err != nil {
 		return nil, fmt.Errorf("oipgrpc: dial %s: %w", target, err)
@@ -186,4 +187,15 @@ func callError(what string, err error, tr metadata.MD) error {
 		return oip.WithRetryAfter(se, se.RetryAfter)
 	}
 	return se
+}
+
+// WindowOptions are the client's side of NewServer's flow-control windows (StreamWindow,
+// ConnWindow) and buffers, for tensors of images' size.
+func WindowOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithInitialWindowSize(StreamWindow),
+		grpc.WithInitialConnWindowSize(ConnWindow),
+		grpc.WithReadBufferSize(256 << 10),
+		grpc.WithWriteBufferSize(256 << 10),
+	}
 }

@@ -23,7 +23,8 @@ func rawSize(dt oip.Datatype) int {
 	return 0
 }
 
-// DecodeRaw fills the data slice of t that matches t.Datatype from raw, the tensor's entry of
+// DecodeRaw fills the data slice of t that matches t.Datatype from raw (sharing raw's memory
+// when the host is little-endian and raw is aligned: raw must not be written afterwards), the tensor's entry of
 // raw_input_contents (or raw_output_contents): the flattened row-major elements, little-endian,
 // with no padding; BOOL is one byte per element (0 or 1); each BYTES element is a 4-byte
 // little-endian length followed by that many bytes. t.Shape must be set: the element count it
@@ -48,7 +49,9 @@ func DecodeRaw(t *oip.Tensor, raw []byte, lim oip.Limits) error {
 		return fmt.Errorf("%w: tensor %q: raw contents are %d bytes, shape %v of %s needs %d", oip.ErrBadRequest, t.Name, len(raw), t.Shape, t.Datatype, n*int64(size))
 	}
 	if littleEndian && t.Datatype != oip.DatatypeBOOL {
-		copyRaw(t, raw, n)
+		if !aliasRaw(t, raw, n) {
+			copyRaw(t, raw, n)
+		}
 		return nil
 	}
 	switch t.Datatype {
@@ -91,6 +94,29 @@ func DecodeRaw(t *oip.Tensor, raw []byte, lim oip.Limits) error {
 // so that fixed-size elements can be copied instead of converted one by one.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// aliasRaw points t's data slice at raw's memory when raw is aligned for t's datatype, sparing a
+// copy of the tensor (the protobuf decoder already copied it out of the transport's buffers, into
+// memory of its own that nothing else writes). It reports whether it did.
+func aliasRaw(t *oip.Tensor, raw []byte, n int64) bool {
+	if n == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%uintptr(rawSize(t.Datatype)) != 0 {
+		return false
+	}
+	p := unsafe.Pointer(unsafe.SliceData(raw))
+	switch t.Datatype {
+	case oip.DatatypeFP32:
+		t.FP32 = unsafe.Slice((*float32)(p), n)
+	case oip.DatatypeFP64:
+		t.FP64 = unsafe.Slice((*float64)(p), n)
+	case oip.DatatypeINT32:
+		t.INT32 = unsafe.Slice((*int32)(p), n)
+	case oip.DatatypeINT64:
+		t.INT64 = unsafe.Slice((*int64)(p), n)
+	default:
+		return false
+	}
+	return true
+}
+
 // copyRaw allocates t's data slice for n elements and copies raw into its memory; only on
 // little-endian machines, for the fixed-size numeric datatypes, with len(raw) checked by the
 // caller.
@@ -113,6 +139,27 @@ func copyRaw(t *oip.Tensor, raw []byte, n int64) {
 	if len(raw) > 0 {
 		copy(unsafe.Slice((*byte)(dst), len(raw)), raw)
 	}
+}
+
+// fixedMemory returns the memory of t's FP32, FP64, INT32 or INT64 data as bytes (shared), nil
+// when t has another datatype or no elements.
+func fixedMemory(t *oip.Tensor) []byte {
+	var p unsafe.Pointer
+	var n int
+	switch t.Datatype {
+	case oip.DatatypeFP32:
+		p, n = unsafe.Pointer(unsafe.SliceData(t.FP32)), 4*len(t.FP32)
+	case oip.DatatypeFP64:
+		p, n = unsafe.Pointer(unsafe.SliceData(t.FP64)), 8*len(t.FP64)
+	case oip.DatatypeINT32:
+		p, n = unsafe.Pointer(unsafe.SliceData(t.INT32)), 4*len(t.INT32)
+	case oip.DatatypeINT64:
+		p, n = unsafe.Pointer(unsafe.SliceData(t.INT64)), 8*len(t.INT64)
+	}
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), n)
 }
 
 // decodeRawBytes reads n length-prefixed BYTES elements that must use up raw exactly.
@@ -145,6 +192,11 @@ func decodeRawBytes(t *oip.Tensor, raw []byte, n int64) error {
 func AppendRaw(dst []byte, t *oip.Tensor) ([]byte, error) {
 	if size := rawSize(t.Datatype); size > 0 {
 		dst = slices.Grow(dst, size*t.Len())
+	}
+	if littleEndian {
+		if mem := fixedMemory(t); mem != nil {
+			return append(dst, mem...), nil
+		}
 	}
 	switch t.Datatype {
 	case oip.DatatypeFP32:

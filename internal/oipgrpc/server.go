@@ -84,6 +84,13 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// The flow-control windows NewServer and Dial set: a stream may have StreamWindow bytes in flight
+// (a 224×224×3 FP32 image is 602 KB), a connection ConnWindow.
+const (
+	StreamWindow = 2 << 20
+	ConnWindow   = 8 << 20
+)
+
 // NewServer returns a gRPC server with inference.GRPCInferenceService over core registered (and,
 // with opts.Reflection, the reflection service; with opts.Health, grpc.health.v1.Health). The caller serves it on a listener and stops it:
 //
@@ -99,6 +106,13 @@ func NewServer(core oip.Core, opts Options) (*grpc.Server, error) {
 	so := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(o.Limits.MaxBodyBytes)),
 		grpc.MaxSendMsgSize(int(o.Limits.MaxBodyBytes)),
+		// Flow-control windows sized for image tensors: grpc-go starts at 64 KiB and grows by
+		// its BDP estimate, so a 600 KB request waits for several WINDOW_UPDATEs on a fresh
+		// connection. Fixed windows (BDP estimation then off) let one request's tensor in at once.
+		grpc.InitialWindowSize(StreamWindow),
+		grpc.InitialConnWindowSize(ConnWindow),
+		grpc.ReadBufferSize(256 << 10),
+		grpc.WriteBufferSize(256 << 10),
 	}
 	if b := o.BodyBudget; b != nil {
 		codec := newBudgetCodec(b)

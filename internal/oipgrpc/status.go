@@ -28,6 +28,7 @@ var codeTable = []struct {
 	{oip.ErrModelNotFound, codes.NotFound},
 	{oip.ErrNotFound, codes.NotFound},
 	{oip.ErrMethodNotAllowed, codes.Unimplemented},
+	{oip.ErrNotImplemented, codes.Unimplemented},
 	{oip.ErrTooLarge, codes.ResourceExhausted},
 	{oip.ErrOverloaded, codes.ResourceExhausted},
 	{oip.ErrUnavailable, codes.Unavailable},

@@ -18,6 +18,9 @@ const (
 	PortCluster Port = "cluster"
 	// PortModel: Model — one model's VM fleet, shared queue, routing and serverless tier.
 	PortModel Port = "model"
+	// PortEnsemble: an ensemble serving strategy (cocktail.Policy: selection, voting, Alg. 2
+	// pool sizing) — several models' pools answering each request by a vote.
+	PortEnsemble Port = "ensemble"
 )
 
 // Needs are capability flags: what a world must provide for a policy to run in it. A world
@@ -147,6 +150,13 @@ func build(port Port, name string, env Env, options any) (any, error) {
 		return nil, fmt.Errorf("%s policy %q: %w", port, name, err)
 	}
 	return p, nil
+}
+
+// Build builds the policy registered under name on port, with options (nil: its defaults): for
+// ports whose interface lives with its policies (PortEnsemble: cocktail.Policy), whose callers
+// assert the type.
+func Build(port Port, name string, options any) (any, error) {
+	return build(port, name, Env{}, options)
 }
 
 // NewCluster builds the Cluster policy registered under name, with options (nil: its defaults).

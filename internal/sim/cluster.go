@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/sim/des"
+
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cluster"
 	"github.com/sloserve/sloserve/internal/dispatch"
@@ -148,7 +150,7 @@ type cInst struct {
 	policy.InstanceLaunch
 	curve    profile.Curve
 	pol      *batching.Fixed
-	q        ring
+	q        des.Ring
 	ready    bool
 	busy     bool
 	draining bool
@@ -167,7 +169,7 @@ type cInst struct {
 type cFn struct {
 	ClusterFunction
 	rec      *slo.Recorder
-	pending  ring
+	pending  des.Ring
 	live     []int // live (not ended) instance ids, launch order
 	win      []int // arrivals per control period, ring over RateWindow
 	winAt    int
@@ -185,7 +187,7 @@ type cEngine struct {
 	cl    *cluster.Cluster
 	fns   []*cFn
 	insts []*cInst
-	h     eventHeap
+	h     des.Heap
 	now   int64
 	rng   *rand.Rand
 	sig   float64
@@ -260,12 +262,12 @@ func RunCluster(ctx context.Context, cfg ClusterConfig, fns []ClusterFunction, p
 		fn := &cFn{ClusterFunction: f, rec: slo.NewRecorder(f.SLO), win: make([]int, nwin), curves: map[cluster.Resources]profile.Curve{}}
 		e.fns = append(e.fns, fn)
 		if at, ok := f.Arrivals.Next(); ok {
-			e.h.push(int64(at), cevArrival, int32(i))
+			e.h.Push(int64(at), cevArrival, int32(i))
 			e.arrivalsLeft++
 		}
 	}
 	e.control()
-	e.h.push(int64(cfg.ControlPeriod), cevControl, 0)
+	e.h.Push(int64(cfg.ControlPeriod), cevControl, 0)
 	if err := e.loop(); err != nil {
 		return nil, err
 	}
@@ -278,35 +280,35 @@ func (e *cEngine) busy() bool { return e.arrivalsLeft > 0 || e.queued > 0 || e.i
 
 func (e *cEngine) loop() error {
 	var steps uint64
-	for e.h.len() > 0 {
+	for e.h.Len() > 0 {
 		steps++
 		if steps&0xffff == 0 {
 			if err := e.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		ev := e.h.pop()
-		e.advance(ev.at)
-		switch ev.kind {
+		ev := e.h.Pop()
+		e.advance(ev.At)
+		switch ev.Kind {
 		case cevArrival:
-			e.arrive(int(ev.id))
+			e.arrive(int(ev.ID))
 		case cevReady:
-			e.becomeReady(int(ev.id))
+			e.becomeReady(int(ev.ID))
 		case cevDone:
-			if in := e.insts[ev.id]; in.busy && in.doneAt == ev.at {
-				e.done(int(ev.id))
+			if in := e.insts[ev.ID]; in.busy && in.doneAt == ev.At {
+				e.done(int(ev.ID))
 			}
 		case cevWake:
-			if in := e.insts[ev.id]; in.wakeAt == ev.at {
+			if in := e.insts[ev.ID]; in.wakeAt == ev.At {
 				in.wakeAt = -1
-				e.pump(int(ev.id))
+				e.pump(int(ev.ID))
 			}
 		case cevControl:
 			if err := e.control(); err != nil {
 				return err
 			}
 			if e.busy() {
-				e.h.push(e.now+int64(e.cfg.ControlPeriod), cevControl, 0)
+				e.h.Push(e.now+int64(e.cfg.ControlPeriod), cevControl, 0)
 			}
 		}
 	}
@@ -359,7 +361,7 @@ func (e *cEngine) arrive(fi int) {
 		if int64(at) < e.now {
 			at = time.Duration(e.now)
 		}
-		e.h.push(int64(at), cevArrival, int32(fi))
+		e.h.Push(int64(at), cevArrival, int32(fi))
 	} else {
 		e.arrivalsLeft--
 	}
@@ -371,7 +373,7 @@ func (e *cEngine) arrive(fi int) {
 	if !e.sawReady {
 		fn.cold++
 	}
-	fn.pending.push(e.now)
+	fn.pending.Push(e.now)
 }
 
 // pick chooses a ready instance of fn by its weight (dispatch.WeightedLeastOutstanding over the
@@ -386,12 +388,12 @@ func (e *cEngine) pick(fn *cFn) int {
 			continue
 		}
 		e.sawReady = true
-		if e.qbound && in.q.n >= in.Batch {
+		if e.qbound && in.q.N >= in.Batch {
 			continue // its next batch is full
 		}
 		out := in.assigned
 		if e.byQueue {
-			out = in.q.n + len(in.inflight)
+			out = in.q.N + len(in.inflight)
 		}
 		e.cands = append(e.cands, dispatch.Instance{Free: 1, Outstanding: out, Weight: in.weight})
 		e.cidx = append(e.cidx, id)
@@ -406,7 +408,7 @@ func (e *cEngine) pick(fn *cFn) int {
 func (e *cEngine) enqueue(i int, arrival int64) {
 	in := e.insts[i]
 	in.assigned++
-	in.q.push(arrival)
+	in.q.Push(arrival)
 	e.pump(i)
 }
 
@@ -421,25 +423,25 @@ func (e *cEngine) fail(fn *cFn) {
 func (e *cEngine) pump(i int) {
 	in := e.insts[i]
 	fn := e.fns[in.Function]
-	for in.q.n > 0 && e.now-in.q.front() > int64(e.cfg.RequestTimeout) {
-		in.q.pop()
+	for in.q.N > 0 && e.now-in.q.Front() > int64(e.cfg.RequestTimeout) {
+		in.q.Pop()
 		e.fail(fn)
 	}
-	if in.busy || in.q.n == 0 {
+	if in.busy || in.q.N == 0 {
 		e.maybeEnd(i)
 		return
 	}
-	oldest := e.t(in.q.front())
-	d := in.pol.Decide(batching.Queue{Len: in.q.n, Oldest: oldest, EarliestDeadline: oldest.Add(fn.SLO.Threshold), Free: 1}, e.t(e.now))
+	oldest := e.t(in.q.Front())
+	d := in.pol.Decide(batching.Queue{Len: in.q.N, Oldest: oldest, EarliestDeadline: oldest.Add(fn.SLO.Threshold), Free: 1}, e.t(e.now))
 	if d.Dispatch > 0 {
-		e.start(i, min(d.Dispatch, in.q.n))
+		e.start(i, min(d.Dispatch, in.q.N))
 		return
 	}
 	if !d.Next.IsZero() {
 		nx := max(int64(d.Next.Sub(e.cfg.Epoch)), e.now)
 		if in.wakeAt < e.now || nx < in.wakeAt {
 			in.wakeAt = nx
-			e.h.push(nx, cevWake, int32(i))
+			e.h.Push(nx, cevWake, int32(i))
 		}
 	}
 }
@@ -455,20 +457,20 @@ func (e *cEngine) start(i, n int) {
 	in := e.insts[i]
 	in.inflight = in.inflight[:0]
 	for range n {
-		in.inflight = append(in.inflight, in.q.pop())
+		in.inflight = append(in.inflight, in.q.Pop())
 	}
 	in.busy = true
 	e.queued -= n
 	e.inflight += n
 	fn := e.fns[in.Function]
-	for e.qbound && !in.draining && fn.pending.n > 0 && in.q.n < in.Batch {
+	for e.qbound && !in.draining && fn.pending.N > 0 && in.q.N < in.Batch {
 		in.assigned++
-		in.q.push(fn.pending.pop()) // room in its next batch: the function's oldest waiting request
+		in.q.Push(fn.pending.Pop()) // room in its next batch: the function's oldest waiting request
 	}
 	e.fns[in.Function].rec.Batch(n)
 	in.svc = max(int64(float64(in.curve.ServiceTime(n))*e.noise()), 1)
 	in.doneAt = e.now + in.svc
-	e.h.push(in.doneAt, cevDone, int32(i))
+	e.h.Push(in.doneAt, cevDone, int32(i))
 }
 
 // rerun moves instance i to configuration r (allocated by the caller): later batches run at r's
@@ -487,7 +489,7 @@ func (e *cEngine) rerun(i int, r cluster.Resources) error {
 		left := float64(in.doneAt-e.now) / float64(in.svc)
 		in.svc = max(int64(float64(in.svc)*float64(c.ServiceTime(len(in.inflight)))/float64(max(old, 1))), 1)
 		in.doneAt = e.now + max(int64(left*float64(in.svc)), 0)
-		e.h.push(in.doneAt, cevDone, int32(i))
+		e.h.Push(in.doneAt, cevDone, int32(i))
 	}
 	in.res, in.curve = r, c
 	return nil
@@ -527,15 +529,15 @@ func (e *cEngine) preempt(i int) error {
 	}
 	e.preemptions++
 	in.draining, in.ended, in.ready, in.wakeAt = true, true, false, -1
-	back := make([]int64, 0, len(in.inflight)+in.q.n)
+	back := make([]int64, 0, len(in.inflight)+in.q.N)
 	if in.busy {
 		back = append(back, in.inflight...) // the in-flight batch is older than the queue
 		e.inflight -= len(in.inflight)
 		e.queued += len(in.inflight)
 		in.inflight, in.busy = in.inflight[:0], false
 	}
-	for in.q.n > 0 {
-		back = append(back, in.q.pop())
+	for in.q.N > 0 {
+		back = append(back, in.q.Pop())
 	}
 	if err := e.cl.Release(in.Server, in.res); err != nil {
 		return err
@@ -545,7 +547,7 @@ func (e *cEngine) preempt(i int) error {
 		if j := e.pick(fn); j >= 0 {
 			e.enqueue(j, a)
 		} else {
-			fn.pending.push(a)
+			fn.pending.Push(a)
 		}
 	}
 	return nil
@@ -554,7 +556,7 @@ func (e *cEngine) preempt(i int) error {
 // maybeEnd frees a draining instance once it has nothing left to do.
 func (e *cEngine) maybeEnd(i int) {
 	in := e.insts[i]
-	if !in.draining || in.ended || in.busy || in.q.n > 0 {
+	if !in.draining || in.ended || in.busy || in.q.N > 0 {
 		return
 	}
 	in.ended = true
@@ -582,12 +584,12 @@ func (e *cEngine) becomeReady(i int) {
 	}
 	in.ready = true
 	fn := e.fns[in.Function]
-	for fn.pending.n > 0 {
+	for fn.pending.N > 0 {
 		j := e.pick(fn)
 		if j < 0 {
 			break
 		}
-		e.enqueue(j, fn.pending.pop())
+		e.enqueue(j, fn.pending.Pop())
 	}
 }
 
@@ -608,8 +610,8 @@ func (e *cEngine) control() error {
 	v := policy.ClusterView{Cluster: e.cl.Clone(), Beta: e.beta}
 	elapsed := min(time.Duration(e.now), e.cfg.RateWindow)
 	for i, fn := range e.fns {
-		for fn.pending.n > 0 && e.now-fn.pending.front() > int64(e.cfg.RequestTimeout) {
-			fn.pending.pop()
+		for fn.pending.N > 0 && e.now-fn.pending.Front() > int64(e.cfg.RequestTimeout) {
+			fn.pending.Pop()
 			e.fail(fn)
 		}
 		var rateNow float64
@@ -623,20 +625,20 @@ func (e *cEngine) control() error {
 		for _, c := range fn.win {
 			n += c
 		}
-		fv := policy.FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.n}
+		fv := policy.FunctionView{Index: i, Name: fn.Name, Profile: fn.Profile, SLO: fn.SLO.Threshold, Target: fn.SLO.Target, MeanRPS: fn.MeanRPS, Arrivals: fn.arrivals, RateNow: rateNow, Waiting: fn.pending.N}
 		if elapsed > 0 {
 			fv.Rate = float64(n) / elapsed.Seconds()
 		}
 		// Requests still waiting for a first instance count as load too.
-		if elapsed > 0 && fn.pending.n > 0 && fv.Rate == 0 {
-			fv.Rate = float64(fn.pending.n) / elapsed.Seconds()
+		if elapsed > 0 && fn.pending.N > 0 && fv.Rate == 0 {
+			fv.Rate = float64(fn.pending.N) / elapsed.Seconds()
 		}
 		for _, id := range fn.live {
 			in := e.insts[id]
 			if in.draining {
 				continue
 			}
-			fv.Instances = append(fv.Instances, policy.InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.n, Resources: in.res})
+			fv.Instances = append(fv.Instances, policy.InstanceView{ID: id, Launch: in.InstanceLaunch, Ready: in.ready, Queue: in.q.N, Resources: in.res})
 		}
 		v.Functions = append(v.Functions, fv)
 	}
@@ -660,8 +662,8 @@ func (e *cEngine) control() error {
 		fn := e.fns[in.Function]
 		// Requests queued on a released instance that has not started go back to the function.
 		if !in.ready {
-			for in.q.n > 0 {
-				fn.pending.push(in.q.pop())
+			for in.q.N > 0 {
+				fn.pending.Push(in.q.Pop())
 			}
 		}
 		e.maybeEnd(id)
@@ -711,7 +713,7 @@ func (e *cEngine) control() error {
 		e.nLive++
 		e.launches++
 		e.byBatch[b]++
-		e.h.push(e.now+int64(e.cfg.StartDelay), cevReady, int32(id))
+		e.h.Push(e.now+int64(e.cfg.StartDelay), cevReady, int32(id))
 	}
 	if err := e.lend(d.Lend); err != nil {
 		return fmt.Errorf("policy %s: %w", e.pol.Name(), err)
@@ -769,8 +771,8 @@ func (e *cEngine) finish() *ClusterResult {
 	var cold int64
 	for _, fn := range e.fns {
 		// Requests never served (still pending at the end: no instance could be placed) fail.
-		for fn.pending.n > 0 {
-			fn.pending.pop()
+		for fn.pending.N > 0 {
+			fn.pending.Pop()
 			e.fail(fn)
 		}
 		s := fn.rec.Summary(e.pol.Name(), fn.Trace, dur)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/sim/des"
+
 	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/analytic"
 	"github.com/sloserve/sloserve/internal/autoscale"
@@ -95,7 +97,7 @@ type engine struct {
 	arr   Arrivals
 
 	now      int64
-	h        eventHeap
+	h        des.Heap
 	rec      *slo.Recorder
 	period   slo.Histogram
 	sloNS    int64
@@ -106,8 +108,8 @@ type engine struct {
 
 	// VM tier.
 	vmBatch   batching.Policy
-	vq        ring
-	vqExp     ring                // per queued request: admission's estimate of its answer (Verdict.Done), 0 if none
+	vq        des.Ring
+	vqExp     des.Ring            // per queued request: admission's estimate of its answer (Verdict.Done), 0 if none
 	adm       admission.Estimator // the one admission estimator (the live gateway's), on the VM tier
 	estSum    float64             // Σ admission's cost estimate of the batches in flight at dispatch, ns
 	startSum  float64             // Σ their dispatch offsets, ns
@@ -125,11 +127,11 @@ type engine struct {
 	// Serverless tier.
 	sl        *Serverless
 	slBatch   batching.Policy
-	sq        ring
+	sq        des.Ring
 	slMem     int
 	slCurve   profile.Curve
 	keepAlive int64
-	fnIdle    ring // idle-since times of warm idle instances, oldest first
+	fnIdle    des.Ring // idle-since times of warm idle instances, oldest first
 	fnBusy    int
 	slWake    int64
 	slCost    float64
@@ -250,7 +252,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		e.becomeReady(i)
 	}
 	e.sample = autoscale.Sample{Start: e.t(0), Period: cfg.SamplePeriod}
-	e.h.push(int64(cfg.SamplePeriod), evSample, 0)
+	e.h.Push(int64(cfg.SamplePeriod), evSample, 0)
 	if pol.Scaler != nil {
 		e.scale()
 	}
@@ -287,7 +289,7 @@ func (e *engine) loop() error {
 		if e.err != nil {
 			return e.err
 		}
-		if ok && (e.h.len() == 0 || int64(next) <= e.h.top().at) {
+		if ok && (e.h.Len() == 0 || int64(next) <= e.h.Top().At) {
 			at := int64(next)
 			if at < e.now {
 				return fmt.Errorf("arrivals go back in time: %v after %v", next, time.Duration(e.now))
@@ -300,27 +302,27 @@ func (e *engine) loop() error {
 			}
 			continue
 		}
-		if e.h.len() == 0 || (!ok && !e.busy()) {
+		if e.h.Len() == 0 || (!ok && !e.busy()) {
 			e.arrivalsDone = true
 			return nil
 		}
-		ev := e.h.pop()
-		e.advance(ev.at)
-		switch ev.kind {
+		ev := e.h.Pop()
+		e.advance(ev.At)
+		switch ev.Kind {
 		case evVMDone:
-			e.vmDone(ev.id)
+			e.vmDone(ev.ID)
 		case evSLDone:
-			e.slDone(ev.id)
+			e.slDone(ev.ID)
 		case evReady:
-			e.becomeReady(int(ev.id))
+			e.becomeReady(int(ev.ID))
 			e.pumpVM()
 		case evWakeVM:
-			if ev.at == e.vmWake {
+			if ev.At == e.vmWake {
 				e.vmWake = -1
 			}
 			e.pumpVM()
 		case evWakeSL:
-			if ev.at == e.slWake {
+			if ev.At == e.slWake {
 				e.slWake = -1
 			}
 			e.pumpSL()
@@ -329,14 +331,14 @@ func (e *engine) loop() error {
 		case evScale:
 			// A call asked for at a sample boundary is the tick's own (after the sample closes),
 			// as the live controller, which asks at samples only, makes it.
-			if ev.at == e.scaleAt && ev.at != e.off(e.sample.Start)+int64(e.cfg.SamplePeriod) {
+			if ev.At == e.scaleAt && ev.At != e.off(e.sample.Start)+int64(e.cfg.SamplePeriod) {
 				e.scaleAt = -1
 				e.scale()
 			}
 		case evSpotNotice:
-			e.spotNotice(int(ev.id))
+			e.spotNotice(int(ev.ID))
 		case evSpotReclaim:
-			e.spotReclaim(int(ev.id))
+			e.spotReclaim(int(ev.ID))
 		}
 	}
 }
@@ -348,7 +350,7 @@ func (e *engine) advance(at int64) {
 		e.vmArea += float64(e.busySlots) * float64(dt)
 		up := e.busySlots
 		if e.blocked {
-			up += (e.vq.n + e.mb - 1) / e.mb
+			up += (e.vq.N + e.mb - 1) / e.mb
 		}
 		e.upArea += float64(up) * float64(dt)
 		e.lastChange = at
@@ -386,16 +388,16 @@ func (e *engine) arrive() {
 	switch route {
 	case RouteVM:
 		e.inSystem++
-		e.vq.push(e.now)
+		e.vq.Push(e.now)
 		var exp int64
 		if !v.Admission.Done.IsZero() {
 			exp = e.off(v.Admission.Done)
 		}
-		e.vqExp.push(exp)
+		e.vqExp.Push(exp)
 		e.pumpVM()
 	case RouteServerless:
 		e.inSystem++
-		e.sq.push(e.now)
+		e.sq.Push(e.now)
 		e.pumpSL()
 	default:
 		e.rec.Rejected()
@@ -411,13 +413,13 @@ func (e *engine) arrive() {
 func (e *engine) admissionFacts(v TierView) admission.Facts {
 	busy := min(e.busySlots, v.Slots)
 	left := max(e.estSum-(float64(e.busySlots)*float64(e.now)-e.startSum), 0)
-	return admission.Facts{Queued: e.vq.n + 1, Rows: 1, MaxBatch: e.mb, Slots: v.Slots, Busy: busy,
+	return admission.Facts{Queued: e.vq.N + 1, Rows: 1, MaxBatch: e.mb, Slots: v.Slots, Busy: busy,
 		BusyLeft: time.Duration(left), Cost: e.adm.Cost(), Budget: e.cfg.SLO.Threshold, Margin: e.adm.Margin()}
 }
 
 // view returns the VM tier's state for a Router.
 func (e *engine) view() TierView {
-	v := TierView{QueueLen: e.vq.n, FreeSlots: e.freeSlots, MaxBatch: e.vmBatch.MaxBatch()}
+	v := TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: e.vmBatch.MaxBatch()}
 	for _, ty := range e.types {
 		if ty.ready == 0 {
 			continue
@@ -492,7 +494,7 @@ func (e *engine) launch(sp provider.Spec) (int, error) {
 	if ty.spot && e.cat.Spot.InterruptionsPerHour > 0 {
 		wait := e.rngCloud.ExpFloat64() / e.cat.Spot.InterruptionsPerHour * float64(time.Hour)
 		if wait < 1<<61 {
-			e.h.push(e.now+int64(wait), evSpotNotice, int32(i))
+			e.h.Push(e.now+int64(wait), evSpotNotice, int32(i))
 		}
 	}
 	return i, nil
@@ -578,7 +580,7 @@ func (e *engine) spotNotice(i int) {
 	e.interrupts++
 	e.stopAccepting(in)
 	in.state = provider.StateInterrupted
-	e.h.push(e.now+int64(e.cat.Spot.Notice), evSpotReclaim, int32(i))
+	e.h.Push(e.now+int64(e.cat.Spot.Notice), evSpotReclaim, int32(i))
 }
 
 func (e *engine) spotReclaim(i int) { e.end(i) }
@@ -586,15 +588,15 @@ func (e *engine) spotReclaim(i int) { e.end(i) }
 // pumpVM asks the VM batching policy what to do until it waits or nothing can be dispatched.
 func (e *engine) pumpVM() {
 	for {
-		for e.vq.n > 0 && e.now-e.vq.front() > e.timeout {
-			e.vq.pop()
-			e.vqExp.pop()
+		for e.vq.N > 0 && e.now-e.vq.Front() > e.timeout {
+			e.vq.Pop()
+			e.vqExp.Pop()
 			e.adm.Outcome(true, e.t(e.now))
 			e.fail()
 		}
-		q := batching.Queue{Len: e.vq.n, Free: e.freeSlots}
+		q := batching.Queue{Len: e.vq.N, Free: e.freeSlots}
 		if q.Len > 0 {
-			q.Oldest = e.t(e.vq.front())
+			q.Oldest = e.t(e.vq.Front())
 			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
 		}
 		d := e.vmBatch.Decide(q, e.t(e.now))
@@ -605,7 +607,7 @@ func (e *engine) pumpVM() {
 			if e.vmWake < e.now || nx < e.vmWake {
 				if nx > e.now || d.Dispatch <= 0 {
 					e.vmWake = nx
-					e.h.push(nx, evWakeVM, 0)
+					e.h.Push(nx, evWakeVM, 0)
 				}
 			}
 		}
@@ -684,8 +686,8 @@ func (e *engine) dispatchVM(n int) {
 	br := &e.batches[b]
 	br.exp = br.exp[:0]
 	for range n {
-		br.arr = append(br.arr, e.vq.pop())
-		br.exp = append(br.exp, e.vqExp.pop())
+		br.arr = append(br.arr, e.vq.Pop())
+		br.exp = append(br.exp, e.vqExp.Pop())
 	}
 	br.inst, br.start = int32(i), e.now
 	br.est = float64(e.adm.Cost().Of(int64(n)))
@@ -700,7 +702,7 @@ func (e *engine) dispatchVM(n int) {
 	e.freeSlots--
 	e.inflight++
 	e.rec.Batch(n)
-	e.h.push(e.now+max(int64(svc), 1), evVMDone, b)
+	e.h.Push(e.now+max(int64(svc), 1), evVMDone, b)
 }
 
 // burst applies AWS T2 CPU credits: full speed while credits last, Baseline speed without;
@@ -798,13 +800,13 @@ func (e *engine) observe(p batching.Policy, br *batchRec, failed bool) {
 
 // expireFns drops idle function instances whose keep-alive ran out.
 func (e *engine) expireFns() {
-	for e.fnIdle.n > 0 && e.now-e.fnIdle.front() > e.keepAlive {
-		e.fnIdle.pop()
+	for e.fnIdle.N > 0 && e.now-e.fnIdle.Front() > e.keepAlive {
+		e.fnIdle.Pop()
 	}
 }
 
 func (e *engine) slFree() int {
-	return e.fnIdle.n + max(0, e.cat.Serverless.Concurrency-e.fnIdle.n-e.fnBusy)
+	return e.fnIdle.N + max(0, e.cat.Serverless.Concurrency-e.fnIdle.N-e.fnBusy)
 }
 
 func (e *engine) pumpSL() {
@@ -812,21 +814,21 @@ func (e *engine) pumpSL() {
 		return
 	}
 	for {
-		for e.sq.n > 0 && e.now-e.sq.front() > e.timeout {
-			e.sq.pop()
+		for e.sq.N > 0 && e.now-e.sq.Front() > e.timeout {
+			e.sq.Pop()
 			e.fail()
 		}
 		e.expireFns()
 		free := e.slFree()
-		q := batching.Queue{Len: e.sq.n, Free: free}
+		q := batching.Queue{Len: e.sq.N, Free: free}
 		if q.Len > 0 {
-			q.Oldest = e.t(e.sq.front())
+			q.Oldest = e.t(e.sq.Front())
 			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
 		}
 		d := e.slBatch.Decide(q, e.t(e.now))
 		if nx := e.off(d.Next); nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
 			e.slWake = nx
-			e.h.push(nx, evWakeSL, 0)
+			e.h.Push(nx, evWakeSL, 0)
 		}
 		if d.Dispatch <= 0 || q.Len == 0 || free == 0 {
 			if d.Dispatch > 0 && free == 0 {
@@ -840,9 +842,9 @@ func (e *engine) pumpSL() {
 
 func (e *engine) dispatchSL(n int) {
 	var startDelay int64
-	if e.fnIdle.n > 0 {
+	if e.fnIdle.N > 0 {
 		// Reuse the most recently idled instance (warm): drop it from the back of the ring.
-		e.fnIdle.n--
+		e.fnIdle.N--
 	} else {
 		startDelay = int64(e.cat.Serverless.ColdStart.Sample(e.rngCloud))
 		e.cold++
@@ -851,7 +853,7 @@ func (e *engine) dispatchSL(n int) {
 	b := e.newBatch()
 	br := &e.batches[b]
 	for range n {
-		br.arr = append(br.arr, e.sq.pop())
+		br.arr = append(br.arr, e.sq.Pop())
 	}
 	br.inst, br.start = -1, e.now
 	svc := max(int64(float64(e.slCurve.ServiceTime(n))*e.noise()), 1)
@@ -859,14 +861,14 @@ func (e *engine) dispatchSL(n int) {
 	e.slCost += e.cat.Serverless.InvocationCost(e.slMem, time.Duration(svc))
 	e.inflight++
 	e.rec.Batch(n)
-	e.h.push(e.now+startDelay+svc, evSLDone, b)
+	e.h.Push(e.now+startDelay+svc, evSLDone, b)
 }
 
 func (e *engine) slDone(b int32) {
 	br := &e.batches[b]
 	e.fnBusy--
 	e.inflight--
-	e.fnIdle.push(e.now)
+	e.fnIdle.Push(e.now)
 	e.complete(br.arr, slo.TierServerless, false)
 	e.observe(e.slBatch, br, false)
 	e.releaseBatch(b)
@@ -876,7 +878,7 @@ func (e *engine) slDone(b int32) {
 // ---- sampling, scaling, series ----
 
 func (e *engine) busy() bool {
-	return !e.arrivalsDone || e.vq.n > 0 || e.sq.n > 0 || e.inflight > 0
+	return !e.arrivalsDone || e.vq.N > 0 || e.sq.N > 0 || e.inflight > 0
 }
 
 func (e *engine) tick() {
@@ -906,7 +908,7 @@ func (e *engine) tick() {
 	e.pumpVM()
 	e.pumpSL()
 	if e.busy() {
-		e.h.push(e.now+int64(e.cfg.SamplePeriod), evSample, 0)
+		e.h.Push(e.now+int64(e.cfg.SamplePeriod), evSample, 0)
 	}
 }
 
@@ -925,7 +927,7 @@ func (e *engine) scale() {
 		}
 		e.fleet = append(e.fleet, m)
 	}
-	d := e.pol.Scaler.Scale(autoscale.Snapshot{Fleet: e.fleet, History: e.history, QueueLen: e.vq.n}, e.t(e.now))
+	d := e.pol.Scaler.Scale(autoscale.Snapshot{Fleet: e.fleet, History: e.history, QueueLen: e.vq.N}, e.t(e.now))
 	for _, sp := range d.Launch {
 		i, err := e.launch(sp)
 		if err != nil {
@@ -933,14 +935,14 @@ func (e *engine) scale() {
 			return
 		}
 		delay := int64(e.types[e.insts[i].typ].it.LaunchDelay.Sample(e.rngCloud))
-		e.h.push(e.now+delay, evReady, int32(i))
+		e.h.Push(e.now+delay, evReady, int32(i))
 	}
 	for _, id := range d.Terminate {
 		e.terminate(id)
 	}
 	if nx := e.off(d.Next); nx > e.now && e.busy() {
 		e.scaleAt = nx
-		e.h.push(nx, evScale, 0)
+		e.h.Push(nx, evScale, 0)
 	}
 	if len(e.insts) > 64 && len(e.instIdx) < len(e.insts)/4 && e.inflight == 0 {
 		e.compact()
@@ -950,8 +952,8 @@ func (e *engine) scale() {
 // compact drops terminated instances from the instance table (only with no batch in flight, as
 // batches refer to instances by index; pending evReady/evSpot events are for live instances).
 func (e *engine) compact() {
-	for _, ev := range e.h.ev {
-		if ev.kind == evReady || ev.kind == evSpotNotice || ev.kind == evSpotReclaim {
+	for _, ev := range e.h.Events() {
+		if ev.Kind == evReady || ev.Kind == evSpotNotice || ev.Kind == evSpotReclaim {
 			return
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	batchpol "github.com/sloserve/sloserve/internal/policy/batch"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/slo"
-	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // poissonArrivals is a seeded Poisson arrival stream of a fixed length.
@@ -68,53 +67,6 @@ func TestBatchPolicyBeatsLambda(t *testing.T) {
 	}
 	if b.CostUSD.Total >= l.CostUSD.Total {
 		t.Errorf("batch cost $%.4g ≥ lambda $%.4g", b.CostUSD.Total, l.CostUSD.Total)
-	}
-}
-
-// TestBatchPolicyTwitterDay replays the Twitter day (BATCH's 24 hourly MAP(2) fits, one hour
-// each) through the project simulator with TF-resnetV2 on Lambda (3008 MB), p95 ≤ 3.053 s, for
-// the batch and lambda policies. It takes about a minute: set SLOSERVE_TWITTER_DAY=1 to run it.
-func TestBatchPolicyTwitterDay(t *testing.T) {
-	if os.Getenv("SLOSERVE_TWITTER_DAY") == "" {
-		t.Skip("long: set SLOSERVE_TWITTER_DAY=1")
-	}
-	dir := "../../../shared/data/traces/batch-map-fits/twitter"
-	pf, err := os.Open("../../../shared/data/profiles/batch-lambda-polynomials.json")
-	if err != nil {
-		t.Skipf("shared data not available: %v", err)
-	}
-	polys, err := profile.ReadBatchPolynomials(pf)
-	pf.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var maps []trace.MAP2
-	for h := 1; h <= 24; h++ {
-		m, err := trace.OpenMAP2(dir, h)
-		if err != nil {
-			t.Skipf("shared data not available: %v", err)
-		}
-		maps = append(maps, m)
-	}
-	model := profile.Model{Name: "TF-resnetV2", Serverless: polys["TF-resnetV2"]}
-	cfg := DefaultConfig()
-	cfg.SLO = slo.Spec{Threshold: 3053 * time.Millisecond, Target: 0.95}
-	for _, noise := range []float64{0, DefaultNoiseCV} {
-		cfg.NoiseCV = noise
-		for _, name := range []string{"lambda", "batch"} {
-			pol, err := New(name, Env{Model: model, SLO: cfg.SLO})
-			if err != nil {
-				t.Fatal(err)
-			}
-			arr := trace.Until(trace.PiecewiseMAP(maps, time.Hour, 7), 24*time.Hour)
-			res, err := Run(context.Background(), cfg, nil, model, pol, arr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := res.Summary
-			t.Logf("noise %.2f %s: requests %d attainment %.4f p95 %.0f ms mean batch %.2f cost $%.2f ($%.4g/req) cold starts %d", noise, name,
-				s.Requests, s.SLOAttainment, s.LatencyMS.P95, s.MeanBatchSize, s.CostUSD.Total, s.CostUSD.Total/float64(max(s.Completed, 1)), s.ColdStarts)
-		}
 	}
 }
 

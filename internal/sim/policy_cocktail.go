@@ -9,8 +9,8 @@ import "fmt"
 // `sloserve ensemble simulate`; docs/cocktail.md). Returning ErrNotImplemented keeps
 // `sloserve sim --policy all` and the conformance test skipping it.
 func init() {
-	Register("cocktail", "Cocktail: ensembles with importance-weighted pools, spot procurement (ensemble simulator: sim.RunEnsemble)",
+	Register("cocktail", "Cocktail: ensembles with importance-weighted pools, spot procurement (ensemble simulator: sim/ensemble.RunEnsemble)",
 		func(Env) (Policy, error) {
-			return Policy{}, fmt.Errorf("cocktail runs on the ensemble simulator (sim.RunEnsemble): use `sloserve sim --setting cocktail` or `sloserve ensemble simulate`: %w", ErrNotImplemented)
+			return Policy{}, fmt.Errorf("cocktail runs on the ensemble simulator (sim/ensemble.RunEnsemble): use `sloserve sim --setting cocktail` or `sloserve ensemble simulate`: %w", ErrNotImplemented)
 		})
 }

@@ -253,4 +253,13 @@ func TestMarkBouncerFollowsAdmission(t *testing.T) {
 			t.Errorf("%s: Route = %v, want %v (verdict %+v)", tc.name, got, tc.want, v.Admission)
 		}
 	}
+	// No usable instance: the estimator admits the request to wait for one (the live gateway's
+	// only choice); the Bouncer spills it to the serverless tier instead.
+	none := TierView{Admission: admission.Admit(admission.Facts{Queued: 1}, now.Add(markSLO.Threshold), now)}
+	if !none.Admission.Admit {
+		t.Fatalf("no instance: verdict %+v, want admitted to wait", none.Admission)
+	}
+	if got := p.Router.Route(Request{Arrival: now, Deadline: now.Add(markSLO.Threshold)}, none, now); got != RouteServerless {
+		t.Errorf("no instance: Route = %v, want the serverless tier", got)
+	}
 }

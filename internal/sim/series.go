@@ -1,12 +1,6 @@
 package sim
 
-import (
-	"bufio"
-	"fmt"
-	"io"
-	"strconv"
-	"time"
-)
+import "time"
 
 // SeriesPoint is the state of a run at the end of one series period.
 type SeriesPoint struct {
@@ -38,7 +32,7 @@ type Series struct {
 }
 
 func (e *engine) addSeriesPoint() {
-	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.n, Instances: make([]int, len(e.types))}
+	p := SeriesPoint{At: time.Duration(e.now), QueueLen: e.vq.N, Instances: make([]int, len(e.types))}
 	var span float64
 	if n := len(e.series.Points); n > 0 {
 		span = (time.Duration(e.now) - e.series.Points[n-1].At).Seconds()
@@ -67,7 +61,7 @@ func (e *engine) addSeriesPoint() {
 		}
 	}
 	e.expireFns()
-	p.Serverless = e.fnIdle.n + e.fnBusy
+	p.Serverless = e.fnIdle.N + e.fnBusy
 	p.CostServerless = e.slCost
 	if e.period.Count() > 0 {
 		p.P50MS = ms(e.period.Quantile(0.5))
@@ -88,40 +82,3 @@ func (e *engine) addSeriesPoint() {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// WriteCSV writes the series with a header: t_s, arrival_rps, one instances_<type> column per
-// type, serverless_instances, queue_len, p50_ms, p95_ms, p99_ms, attainment, cost_vm_usd,
-// cost_serverless_usd. A policy label column comes first when policy is not empty.
-func (s Series) WriteCSV(w io.Writer, policy string, header bool) error {
-	bw := bufio.NewWriter(w)
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	if header {
-		if policy != "" {
-			bw.WriteString("policy,")
-		}
-		bw.WriteString("t_s,arrival_rps")
-		for _, t := range s.Types {
-			bw.WriteString(",instances_" + t)
-		}
-		bw.WriteString(",serverless_instances,queue_len,p50_ms,p95_ms,p99_ms,attainment,cost_vm_usd,cost_serverless_usd\n")
-	}
-	for _, p := range s.Points {
-		if policy != "" {
-			bw.WriteString(policy + ",")
-		}
-		bw.WriteString(f(p.At.Seconds()) + "," + f(p.ArrivalRPS))
-		for i := range s.Types {
-			n := 0
-			if i < len(p.Instances) {
-				n = p.Instances[i]
-			}
-			bw.WriteString("," + strconv.Itoa(n))
-		}
-		fmt.Fprintf(bw, ",%d,%d,%s,%s,%s,%s,%s,%s\n", p.Serverless, p.QueueLen, f(p.P50MS), f(p.P95MS), f(p.P99MS),
-			f(p.Attainment), f(p.CostVM), f(p.CostServerless))
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write series: %w", err)
-	}
-	return nil
-}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/experiment"
 	"github.com/sloserve/sloserve/internal/sim"
 )
 
@@ -100,13 +101,13 @@ func policyOptions() (map[string]any, error) {
 	return out, nil
 }
 
-// fileConfigDefaults is a sim.FileConfig holding the values the simulator uses when the file
+// fileConfigDefaults is an experiment.FileConfig holding the values the simulator uses when the file
 // leaves a field out.
-func fileConfigDefaults() sim.FileConfig {
+func fileConfigDefaults() experiment.FileConfig {
 	d := sim.DefaultConfig()
 	seed, cv := d.Seed, d.NoiseCV
-	return sim.FileConfig{
-		SLO:            &sim.SLOConfig{Threshold: d.SLO.Threshold, Target: d.SLO.Target},
+	return experiment.FileConfig{
+		SLO:            &experiment.SLOConfig{Threshold: d.SLO.Threshold, Target: d.SLO.Target},
 		Seed:           &seed,
 		NoiseCV:        &cv,
 		RequestTimeout: d.RequestTimeout,
@@ -134,7 +135,7 @@ func Sections() ([]Section, error) {
 		},
 		{
 			Title: "Simulator configuration (`sloserve sim --config`)",
-			Intro: "Package `internal/sim` (`sim.FileConfig`; examples `examples/sim-mlproxy-toxic.yaml`, " +
+			Intro: "Package `internal/experiment` (`experiment.FileConfig`; examples `examples/sim-mlproxy-toxic.yaml`, " +
 				"`docs/mark-sim.yaml`). Every field is optional; relative paths are relative to the file's " +
 				"directory; unknown fields are errors. Command-line flags (`--slo-ms`, `--slo-target`, `--seed`) " +
 				"override the file. Without `model`, the model is `sim.DefaultModel()` (Inception on c5 VMs and Lambda). " +
@@ -488,7 +489,7 @@ func Rows(root string, s Section) ([]Row, error) {
 }
 
 // Supplements describes fields whose struct has no doc comment to copy (the anonymous structs of
-// sim.ModelConfig), keyed by generic path (see genericPath). The owners of those structs may
+// experiment.ModelConfig), keyed by generic path (see genericPath). The owners of those structs may
 // document the fields instead; a struct comment always wins.
 var Supplements = map[string]string{
 	"model.inferall.file":   "File is the path of InferAll's inferall-lambda-vm-latency.json.",

@@ -128,7 +128,8 @@ func BenchProtocols(ctx context.Context, cfg ProtocolBenchConfig) (ProtocolBench
 	// every client on its one reader and writer.
 	stubs := make([]pb.GRPCInferenceServiceClient, cfg.Concurrency)
 	for i := range stubs {
-		conn, err := grpc.NewClient(gln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(gln.Addr().String(),
+			append(oipgrpc.WindowOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		if err != nil {
 			return ProtocolBenchResult{}, err
 		}

@@ -4,6 +4,7 @@ package builtin
 
 import (
 	_ "github.com/sloserve/sloserve/internal/policy/batch"     // batch
+	_ "github.com/sloserve/sloserve/internal/policy/cocktail"  // cocktail, clipper, infaas and ablations (ensemble port)
 	_ "github.com/sloserve/sloserve/internal/policy/fixed"     // fixed
 	_ "github.com/sloserve/sloserve/internal/policy/infless"   // infless and its ablations
 	_ "github.com/sloserve/sloserve/internal/policy/knative"   // knative

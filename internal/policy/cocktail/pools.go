@@ -11,17 +11,17 @@ import (
 	"github.com/sloserve/sloserve/internal/ensemble"
 )
 
-// Scaling is how pools are sized.
-type Scaling uint8
+// ScalingMode is how an ensemble policy sizes its model pools.
+type ScalingMode uint8
 
 // The scaling modes.
 const (
-	// Weighted is Cocktail's Alg. 2 with §4.2: predicted load × importance weight per pool,
+	// ScaleWeighted is Cocktail's Alg. 2 with §4.2: predicted load × importance weight per pool,
 	// reactive top-up from the pool's observed demand, cost-aware procurement, idle timeout.
-	Weighted Scaling = iota
-	// StaticPeak keeps each pool at its Static slots (sized once for the trace's peak); lost
+	ScaleWeighted ScalingMode = iota
+	// ScaleStaticPeak keeps each pool at its Static slots (sized once for the trace's peak); lost
 	// capacity is replaced.
-	StaticPeak
+	ScaleStaticPeak
 )
 
 // DefaultReactiveStep is how much the reactive path grows a pool that saw SLO violations in the
@@ -32,7 +32,7 @@ const DefaultReactiveStep = 0.25
 // Sizing configures Alg. 2.
 type Sizing struct {
 	// Scaling is the mode.
-	Scaling Scaling
+	Scaling ScalingMode
 	// Slots is the slots a pool needs for rps requests per second of a model with latency lat
 	// whose answers are due within deadline of arrival (square-root staffing by default: see
 	// StaffedSlots).
@@ -73,7 +73,7 @@ type Pool struct {
 	Model ensemble.Model
 	// Weight is its importance weight (the model's popularity share; Weighted scaling).
 	Weight float64
-	// Static is the slots a StaticPeak pool keeps.
+	// Static is the slots a ScaleStaticPeak pool keeps.
 	Static float64
 	// Late reports that sub-requests of the pool started too late to vote in time during the
 	// last period (SLO violations).
@@ -99,7 +99,7 @@ type Decision struct {
 // the recent peak and the current rate) and the request deadline: the pool's offered load
 // L_p × weight needs Slots slots; a pool that saw late sub-requests asks for ReactiveStep more
 // than it has; the missing slots are procured at least cost (ensemble.Procure); instances idle
-// for IdleTimeout are recycled while the rest still covers the need. A StaticPeak pool only
+// for IdleTimeout are recycled while the rest still covers the need. A ScaleStaticPeak pool only
 // replaces lost capacity.
 func (s Sizing) Size(p Pool, load float64, deadline time.Duration, now time.Time) (Decision, error) {
 	have := 0
@@ -111,7 +111,7 @@ func (s Sizing) Size(p Pool, load float64, deadline time.Duration, now time.Time
 		}
 	}
 	var d Decision
-	if s.Scaling == StaticPeak {
+	if s.Scaling == ScaleStaticPeak {
 		d.Need = p.Static
 	} else {
 		d.Need = s.Slots(load*p.Weight, p.Model.Latency, deadline)
@@ -127,7 +127,7 @@ func (s Sizing) Size(p Pool, load float64, deadline time.Duration, now time.Time
 		return Decision{}, fmt.Errorf("pool %s: %w", p.Model.Name, err)
 	}
 	d.Procurement = proc
-	if s.Scaling == StaticPeak {
+	if s.Scaling == ScaleStaticPeak {
 		return d, nil
 	}
 	// What the pool has once the launches are counted (they count from launch, as Procure's

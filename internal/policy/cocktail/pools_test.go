@@ -12,7 +12,7 @@ func TestSize(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	m := ensemble.Model{Name: "m", Latency: 100 * time.Millisecond, PackingFactor: 4}
 	types := []ensemble.InstanceType{{Name: "small", CostPerHour: 0.1, PackingFactor: 4}, {Name: "big", CostPerHour: 0.35, PackingFactor: 16}}
-	s := Sizing{Scaling: Weighted, Slots: StaffedSlots(0), ReactiveStep: DefaultReactiveStep, IdleTimeout: 10 * time.Minute}
+	s := Sizing{Scaling: ScaleWeighted, Slots: StaffedSlots(0), ReactiveStep: DefaultReactiveStep, IdleTimeout: 10 * time.Minute}
 	idle := func(id string, slots int, since time.Duration) Instance {
 		return Instance{ID: id, Slots: slots, Accepting: true, IdleSince: t0.Add(-since)}
 	}
@@ -36,7 +36,7 @@ func TestSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sz := s
 			if tc.p.Static > 0 {
-				sz.Scaling = StaticPeak
+				sz.Scaling = ScaleStaticPeak
 			}
 			d, err := sz.Size(tc.p, tc.load, time.Second, t0)
 			if err != nil {

@@ -184,8 +184,19 @@ func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, e
 // spill to the serverless tier. "In time" is the one admission estimator's verdict
 // (v.Admission: admission.Admit, the live gateway's rule, on a cost learned from the batches
 // seen) rather than the profile's service times.
+//
+// A request that finds no usable instance is admitted by the estimator to wait for one (what the
+// live gateway, with nowhere else to send it, does); with a serverless tier the Bouncer spills it
+// instead — "its own host instance" cannot finish what it does not have (§4.1).
 func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
-	if v.Admission.Admit {
+	return Bounce(v)
+}
+
+// Bounce is MArk's Bouncer on the one estimator's verdict (Policy.Route), for policies that
+// compose it: the VM tier when the fleet admits the request and has an instance to serve it,
+// else the serverless tier.
+func Bounce(v policy.TierView) policy.Route {
+	if v.Admission.Admit && v.Admission.Reason != admission.ReasonNoInstance {
 		return policy.RouteVM
 	}
 	return policy.RouteServerless

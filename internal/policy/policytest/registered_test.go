@@ -30,6 +30,8 @@ func TestRegistered(t *testing.T) {
 				Cluster(t, s.Name)
 			case policy.PortModel:
 				Model(t, s.Name)
+			case policy.PortEnsemble:
+				Ensemble(t, s.Name)
 			default:
 				t.Errorf("%s: port %q has no conformance suite", s.Name, s.Port)
 			}

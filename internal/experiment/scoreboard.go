@@ -1,0 +1,366 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/slo"
+	"github.com/sloserve/sloserve/internal/trace"
+)
+
+// ScoreSetting is one paper's benchmark setting of the scoreboard: a sim config (model
+// profiles, catalog, SLO, policy options) and how every trace is rescaled for it.
+type ScoreSetting struct {
+	// Name names the setting in the table and the JSON ("mark", "batch", …).
+	Name string `json:"name"`
+	// Paper says whose benchmark it is and where it is documented.
+	Paper string `json:"paper"`
+	// Config is the sim config file, relative to the scoreboard's root directory; empty means
+	// the simulator's defaults (sim.DefaultModel, 200 ms at 98 %).
+	Config string `json:"config"`
+	// MaxRPS rescales every trace so that its highest step rate is this many requests per second
+	// (MLProxy §3.5's rule; MArk's Twitter × 1.8 peaks at 243 req/s), so that one setting sees
+	// every trace at its paper's load.
+	MaxRPS float64 `json:"max_rps"`
+}
+
+// DefaultScoreSettings returns the scoreboard's settings: sloserve's defaults and the papers'
+// own benchmarks as the other helpers configured them.
+func DefaultScoreSettings() []ScoreSetting {
+	return []ScoreSetting{
+		{Name: "default", Paper: "sloserve defaults: Inception (InferAll) on c5 + Lambda, 200 ms at 98 %", MaxRPS: 200},
+		{Name: "mark", Paper: "MArk §5.1: Inception-v3 (mark-constants), 600 ms at 98 %, docs/mark.md", Config: "docs/mark-sim.yaml", MaxRPS: 240},
+		{Name: "batch", Paper: "BATCH §VI: TF-resnetV2 on Lambda, p95 ≤ 3.053 s, docs/batch.md", Config: "docs/scoreboard/batch.yaml", MaxRPS: 135},
+		{Name: "mlproxy", Paper: "MLProxy Table 3: Toxic Comments pods (20 s starts), p95 ≤ 500 ms, docs/sim.md", Config: "examples/sim-mlproxy-toxic-slow.yaml", MaxRPS: 100},
+	}
+}
+
+// ScoreboardConfig configures RunScoreboard.
+type ScoreboardConfig struct {
+	// Root is the directory settings' config paths are relative to (the repository root).
+	Root string
+	// TraceDirs are searched recursively for rate-series traces (*.csv), in order.
+	TraceDirs []string
+	// Settings are the benchmark settings (default DefaultScoreSettings).
+	Settings []ScoreSetting
+	// Policies are the policies to run (default: every registered one; those not implemented, or
+	// that cannot run in a setting — e.g. a VM policy on a serverless-only model — are noted and
+	// skipped).
+	Policies []string
+	// Duration replays only the first Duration of every trace (0: all of it).
+	Duration time.Duration
+	// Seed overrides every setting's seed when non-zero.
+	Seed uint64
+	// Progress, when set, is told about each run as it starts.
+	Progress func(setting, trace, policy string)
+}
+
+// ScoreEntry is one run of the scoreboard: the Summary (whose trace field names the trace) with
+// the setting's name and the cost relative to sagemaker's on the same trace and setting.
+type ScoreEntry struct {
+	// Setting is the ScoreSetting's name.
+	Setting string `json:"setting"`
+	slo.Summary
+	// CostVsSageMaker is this run's cost divided by sagemaker's (0 when sagemaker did not run).
+	CostVsSageMaker float64 `json:"cost_vs_sagemaker,omitempty"`
+	// MetSLO reports SLOAttainment ≥ the target.
+	MetSLO bool `json:"met_slo"`
+	// Cheapest marks the cheapest policy among those that met the SLO on this trace and setting.
+	Cheapest bool `json:"cheapest_meeting_slo"`
+}
+
+// ScoreNote records a setting, trace or policy the scoreboard could not run, and why.
+type ScoreNote struct {
+	Setting, Trace, Policy string
+	Err                    error
+}
+
+// String formats the note for stderr.
+func (n ScoreNote) String() string {
+	parts := []string{}
+	for _, p := range []string{n.Setting, n.Trace, n.Policy} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " / ") + ": " + n.Err.Error()
+}
+
+// ScoreTraces lists the rate-series traces (*.csv) under dirs, recursively, as (name, path)
+// pairs sorted by name within each directory; a missing directory is skipped.
+func ScoreTraces(dirs []string) (names, paths []string, err error) {
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		var found []string
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".csv") {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("scoreboard: traces: %w", err)
+		}
+		sort.Strings(found)
+		for _, p := range found {
+			rel, _ := filepath.Rel(dir, p)
+			names, paths = append(names, filepath.ToSlash(rel)), append(paths, p)
+		}
+	}
+	return names, paths, nil
+}
+
+// RunScoreboard runs every policy on every trace under every setting and returns the entries in
+// (setting, trace, policy) order, with notes for what it skipped. It stops with ctx's error.
+func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []ScoreNote, error) {
+	settings := c.Settings
+	if len(settings) == 0 {
+		settings = DefaultScoreSettings()
+	}
+	policies := c.Policies
+	if len(policies) == 0 {
+		policies = sim.Names()
+	}
+	names, paths, err := ScoreTraces(c.TraceDirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("scoreboard: no *.csv traces under %v", c.TraceDirs)
+	}
+	var out []ScoreEntry
+	var notes []ScoreNote
+	for _, st := range settings {
+		var fc *FileConfig
+		if st.Config != "" {
+			f, err := LoadFileConfig(filepath.Join(c.Root, st.Config))
+			if err != nil {
+				notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
+				continue
+			}
+			fc = f
+		}
+		cfg := sim.DefaultConfig()
+		cfg.SeriesPeriod = 0
+		if fc != nil {
+			if err := fc.Apply(&cfg); err != nil {
+				notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
+				continue
+			}
+		}
+		if c.Seed != 0 {
+			cfg.Seed = c.Seed
+		}
+		cat, err := fc.LoadCatalog()
+		if err == nil {
+			_, err = fc.LoadModel()
+		}
+		if err != nil {
+			notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
+			continue
+		}
+		model, _ := fc.LoadModel()
+		for ti, path := range paths {
+			tr, err := trace.Open(path)
+			if err == nil {
+				tr, err = scaleTrace(tr, st.MaxRPS, c.Duration)
+			}
+			if err != nil {
+				notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Err: err})
+				continue
+			}
+			rc := cfg
+			rc.Trace = names[ti]
+			env := sim.Env{Catalog: &cat, Model: model, SLO: rc.SLO, Load: sim.Load(tr)}
+			first := len(out)
+			for _, name := range policies {
+				if err := ctx.Err(); err != nil {
+					return out, notes, err
+				}
+				if fc != nil {
+					env.Decode = fc.Decoder(name)
+				}
+				p, err := sim.New(name, env)
+				if err != nil {
+					notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Policy: name, Err: err})
+					continue
+				}
+				if c.Progress != nil {
+					c.Progress(st.Name, names[ti], name)
+				}
+				res, err := sim.Run(ctx, rc, &cat, model, p, tr.Arrivals(rc.Seed))
+				if err != nil {
+					if ctx.Err() != nil {
+						return out, notes, ctx.Err()
+					}
+					notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Policy: name, Err: err})
+					continue
+				}
+				out = append(out, ScoreEntry{Setting: st.Name, Summary: res.Summary})
+			}
+			rank(out[first:])
+		}
+	}
+	return out, notes, nil
+}
+
+// scaleTrace rescales a rate series to peak at maxRPS and cuts it to d.
+func scaleTrace(tr *trace.Trace, maxRPS float64, d time.Duration) (*trace.Trace, error) {
+	o := trace.Options{To: d}
+	if maxRPS > 0 {
+		peak := tr.MaxRate()
+		if !tr.IsSeries() || peak <= 0 {
+			return nil, fmt.Errorf("max_rps needs a rate series with a positive peak")
+		}
+		o.RateScale = maxRPS / peak
+	}
+	return tr.With(o)
+}
+
+// rank fills the ratio to sagemaker, MetSLO and Cheapest of one trace's entries.
+func rank(es []ScoreEntry) {
+	var sm float64
+	for _, e := range es {
+		if e.Policy == "sagemaker" {
+			sm = e.CostUSD.Total
+		}
+	}
+	best := -1
+	for i := range es {
+		e := &es[i]
+		if sm > 0 {
+			e.CostVsSageMaker = e.CostUSD.Total / sm
+		}
+		e.MetSLO = e.SLOAttainment >= e.SLO.Target
+		if e.MetSLO && (best < 0 || e.CostUSD.Total < es[best].CostUSD.Total) {
+			best = i
+		}
+	}
+	for i := range es {
+		// Ties (to the cent's hundredth) share the mark.
+		es[i].Cheapest = best >= 0 && es[i].MetSLO && es[i].CostUSD.Total <= es[best].CostUSD.Total*(1+1e-9)+1e-6
+	}
+}
+
+// WriteScoreTable prints the entries as one Markdown table (the docs/scoreboard.md format):
+// setting, trace, policy, attainment, whether it met the SLO, cost, and cost / sagemaker;
+// ★ marks the cheapest policy meeting the SLO on each trace and setting.
+func WriteScoreTable(w io.Writer, es []ScoreEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "| setting\t| trace\t| policy\t| SLO\t| attained\t| met\t| cost $\t| cost / sagemaker\t| mean batch\t|")
+	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---:\t| ---\t| ---:\t| ---:\t| ---:\t|")
+	for _, e := range es {
+		met := "no"
+		if e.MetSLO {
+			met = "yes"
+		}
+		ratio := "–"
+		if e.CostVsSageMaker > 0 {
+			ratio = fmt.Sprintf("%.3f", e.CostVsSageMaker)
+		}
+		pol := e.Policy
+		if e.Cheapest {
+			pol += " ★"
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %.0f ms @ %.0f %%\t| %.2f %%\t| %s\t| %.4f\t| %s\t| %.2f\t|\n", e.Setting, e.Trace, pol,
+			e.SLO.ThresholdMS, 100*e.SLO.Target, 100*e.SLOAttainment, met, e.CostUSD.Total, ratio, e.MeanBatchSize)
+	}
+	return tw.Flush()
+}
+
+// ScoreVerdict summarises the acceptance question per (setting, trace): did sloserve meet the
+// SLO and was it the cheapest policy that did; if not, which policy was.
+func ScoreVerdict(es []ScoreEntry) []string {
+	type key struct{ s, t string }
+	var order []key
+	groups := map[key][]ScoreEntry{}
+	for _, e := range es {
+		k := key{e.Setting, e.Trace}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], e)
+	}
+	var out []string
+	for _, k := range order {
+		var me *ScoreEntry
+		var win []string
+		for i, e := range groups[k] {
+			if e.Policy == "sloserve" {
+				me = &groups[k][i]
+			}
+			if e.Cheapest {
+				win = append(win, e.Policy)
+			}
+		}
+		switch {
+		case me == nil:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve did not run", k.s, k.t))
+		case !me.MetSLO:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve MISSED the SLO (%.2f %% < %.0f %%); cheapest meeting it: %s", k.s, k.t,
+				100*me.SLOAttainment, 100*me.SLO.Target, strings.Join(win, ", ")))
+		case me.Cheapest && len(win) > 1:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does, tied with %s", k.s, k.t, strings.Join(others(win, "sloserve"), ", ")))
+		case me.Cheapest:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does", k.s, k.t))
+		default:
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO but %s is cheaper", k.s, k.t, strings.Join(win, ", ")))
+		}
+	}
+	return out
+}
+
+func others(xs []string, x string) []string {
+	var out []string
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func init() {
+	register(Experiment{Name: "scoreboard", Summary: "every policy on every trace under every paper's setting (docs/scoreboard.md)",
+		Doc: "docs/scoreboard.md; traces under testdata/traces and DATA/traces, 6 h each (--duration), several minutes", Run: scoreboardExperiment})
+}
+
+// scoreboardExperiment prints docs/scoreboard.md's table, the verdicts and what it skipped.
+func scoreboardExperiment(ctx context.Context, o Options, w io.Writer) error {
+	c := ScoreboardConfig{Root: o.Root, TraceDirs: []string{o.root("testdata/traces"), o.data("traces")},
+		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed}
+	if o.Duration > 0 {
+		c.Duration = o.Duration
+	}
+	c.Progress = func(setting, trace, policy string) { o.progress("%s / %s / %s", setting, trace, policy) }
+	es, notes, err := RunScoreboard(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := WriteScoreTable(w, es); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, v := range ScoreVerdict(es) {
+		fmt.Fprintln(w, v)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, "skipped:", n)
+	}
+	return nil
+}

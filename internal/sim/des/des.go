@@ -1,0 +1,107 @@
+// Package des is the simulator's event kernel: the event heap every world's loop runs on, in
+// (time, scheduling order), and the FIFO ring its queues use. Both never allocate in steady state.
+package des
+
+// Event is one scheduled happening; ID is a batch or instance index depending on Kind (each
+// world numbers its own kinds).
+type Event struct {
+	At   int64
+	Seq  uint64
+	ID   int32
+	Kind uint8
+}
+
+// Heap is a binary min-heap ordered by (at, seq): ties run in scheduling order, which
+// keeps runs deterministic. Hand-written so that pushing and popping never allocate in steady state.
+type Heap struct {
+	ev  []Event
+	seq uint64
+}
+
+// Len is the number of pending events.
+func (h *Heap) Len() int { return len(h.ev) }
+
+// Events are the pending events, in heap order (read only).
+func (h *Heap) Events() []Event { return h.ev }
+
+func (h *Heap) less(i, j int) bool {
+	a, b := &h.ev[i], &h.ev[j]
+	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
+}
+
+// Push schedules an event of kind at at with id.
+func (h *Heap) Push(at int64, kind uint8, id int32) {
+	h.seq++
+	h.ev = append(h.ev, Event{At: at, Seq: h.seq, ID: id, Kind: kind})
+	i := len(h.ev) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.ev[i], h.ev[p] = h.ev[p], h.ev[i]
+		i = p
+	}
+}
+
+// Top is the earliest event (Len > 0).
+func (h *Heap) Top() *Event { return &h.ev[0] }
+
+// Pop removes and returns the earliest event (Len > 0).
+func (h *Heap) Pop() Event {
+	e := h.ev[0]
+	n := len(h.ev) - 1
+	h.ev[0] = h.ev[n]
+	h.ev = h.ev[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			break
+		}
+		h.ev[i], h.ev[m] = h.ev[m], h.ev[i]
+		i = m
+	}
+	return e
+}
+
+// Ring is a FIFO of int64 (arrival offsets) that grows by doubling; N is its length.
+type Ring struct {
+	buf  []int64
+	head int
+	N    int
+}
+
+// Push appends v.
+func (r *Ring) Push(v int64) {
+	if r.N == len(r.buf) {
+		nb := make([]int64, max(64, 2*len(r.buf)))
+		for i := 0; i < r.N; i++ {
+			nb[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = nb, 0
+	}
+	r.buf[(r.head+r.N)%len(r.buf)] = v
+	r.N++
+}
+
+// Front is the oldest value (N > 0).
+func (r *Ring) Front() int64 { return r.buf[r.head] }
+
+// Pop removes and returns the oldest value (N > 0).
+func (r *Ring) Pop() int64 {
+	v := r.buf[r.head]
+	r.head++
+	if r.head == len(r.buf) {
+		r.head = 0
+	}
+	r.N--
+	return v
+}
