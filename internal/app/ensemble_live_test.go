@@ -319,7 +319,7 @@ func TestEnsembleLiveBundled(t *testing.T) {
 	ctx := context.Background()
 	profile := map[string]ensemble.Model{}
 	for _, n := range names {
-		if err := g.AddModel(gateway.Model{Name: n, SLO: slo.Spec{Threshold: 2 * time.Second, Target: 0.98}, Policy: &fixedPolicy{max: 8, wait: time.Millisecond}}); err != nil {
+		if err := g.AddModel(gateway.Model{Name: n, SLO: slo.Spec{Threshold: 2 * time.Second, Target: 0.98}, Policy: &fixedPolicy{Max: 8, Wait: time.Millisecond}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := g.AddInstance(ctx, n, gateway.Instance{ID: n + "-0", Addr: workers[n].addr}); err != nil {

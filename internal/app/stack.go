@@ -41,7 +41,7 @@ type StackOptions struct {
 	Backend gateway.Backend
 	// DashboardToken, when not empty, is the bearer token /ui/data requires.
 	DashboardToken string
-	// Build is the binary's version: exported as sloserve_build_info (metrics_runtime.go) and
+	// Build is the binary's version: exported as sloserve_build_info (internal/gateway/metrics/runtime.go) and
 	// reported by GET /v2 and gRPC ServerMetadata (Build.Version; "" means "(devel)").
 	Build gateway.BuildInfo
 	// Tracing propagates the clients' W3C trace context to the workers (and records spans when

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
-	"github.com/sloserve/sloserve/internal/oip"
+	"github.com/sloserve/sloserve/internal/gateway/gatewaytest"
 	"github.com/sloserve/sloserve/internal/oipgrpc"
 )
 
@@ -54,30 +53,7 @@ func fakeWorkerMain(args []string) int {
 }
 
 // fakeWorkerHandler serves model m over OIP v2 REST: y = row sums of x [N,2].
-func fakeWorkerHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v2/health/ready", func(w http.ResponseWriter, r *http.Request) {})
-	mux.HandleFunc("GET /v2/models/m", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"name":"m","platform":"test","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,1]}]}`)
-	})
-	mux.HandleFunc("POST /v2/models/m/infer", func(w http.ResponseWriter, r *http.Request) {
-		req, err := readSumRequest(r)
-		if err != nil {
-			w.WriteHeader(400)
-			fmt.Fprintf(w, `{"error":"bad input"}`)
-			return
-		}
-		n := int(req.Input.Shape[0])
-		out := make([]float64, n)
-		for i := range n {
-			out[i] = req.Input.Data[2*i] + req.Input.Data[2*i+1]
-		}
-		data, _ := json.Marshal(out)
-		w.Header().Set(oip.HeaderServiceTime, "100")
-		fmt.Fprintf(w, `{"model_name":"m","id":%q,"outputs":[{"name":"y","datatype":"FP32","shape":[%d,1],"data":%s}]}`, req.ID, n, data)
-	})
-	return mux
-}
+func fakeWorkerHandler() http.Handler { return gatewaytest.SumWorker("100", true) }
 
 // localStackConfig is the configuration of the tests that start real worker processes (this test
 // binary, with GATEWAY_FAKE_WORKER=1 in StackOptions.Env): the gateway on a free port, fast syncs

@@ -15,7 +15,7 @@ import (
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
-// The gateway's metric names (internal/gateway/metrics.go) that MetricsSource reads.
+// The gateway's metric names (internal/gateway/metrics/metrics.go) that MetricsSource reads.
 const (
 	metricRequests  = "sloserve_requests_total"           // counter{model, outcome}
 	metricDuration  = "sloserve_request_duration_seconds" // histogram{model}

@@ -11,7 +11,7 @@ import (
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
-// gatewayMetrics registers the gateway's metric names and buckets (internal/gateway/metrics.go).
+// gatewayMetrics registers the gateway's metric names and buckets (internal/gateway/metrics/metrics.go).
 type gatewayMetrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -122,7 +123,7 @@ func TestBatcherTiming(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fb := &fakeBackend{service: service}
-				pol := &fixedPolicy{max: tc.max, wait: tc.wait}
+				pol := &fixedPolicy{Max: tc.max, Wait: tc.wait}
 				g := newTestGateway(t, fb, pol, tc.threshold, 16, tc.instances)
 				got := fire(g, tc.n, tc.timeout)()
 				if diff := diff(tc.want, got); diff != "" {
@@ -139,7 +140,7 @@ func TestBatcherTiming(t *testing.T) {
 func TestBatcherObservesOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(n int) time.Duration { return 4 * time.Millisecond }}
-		pol := &fixedPolicy{max: 3, wait: 2 * time.Millisecond}
+		pol := &fixedPolicy{Max: 3, Wait: 2 * time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
 		t0 := time.Now()
 		fire(g, 3, 0)()
@@ -155,7 +156,7 @@ func TestBatcherObservesOutcomes(t *testing.T) {
 			Size                  int
 			Dispatched, Completed time.Duration
 		}
-		for _, o := range pol.observed {
+		for _, o := range pol.Observed {
 			got = append(got, struct {
 				Size                  int
 				Dispatched, Completed time.Duration
@@ -170,7 +171,7 @@ func TestBatcherObservesOutcomes(t *testing.T) {
 func TestQueueFullRejects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{}
-		pol := &fixedPolicy{max: 8, wait: 50 * time.Millisecond}
+		pol := &fixedPolicy{Max: 8, Wait: 50 * time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 2, 1)
 		got := fire(g, 3, 0)()
 		want := []answer{
@@ -188,7 +189,7 @@ func TestQueueFullRejects(t *testing.T) {
 func TestCloseFailsPendingAndDrainsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 30 * time.Millisecond }}
-		pol := &fixedPolicy{max: 1, wait: 0}
+		pol := &fixedPolicy{Max: 1, Wait: 0}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
 		wait := fire(g, 3, 0) // r0 in flight, r1 and r2 waiting
 		start := time.Now()
@@ -220,7 +221,7 @@ func TestCloseFailsPendingAndDrainsInFlight(t *testing.T) {
 func TestRemoveInstanceDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
-		pol := &fixedPolicy{max: 1, wait: 0}
+		pol := &fixedPolicy{Max: 1, Wait: 0}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 2)
 		wait := fire(g, 2, 0) // one batch on each instance
 		start := time.Now()
@@ -255,7 +256,7 @@ func TestAddInstanceLate(t *testing.T) {
 	// A request waiting with no instance is served as soon as one is added.
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 5 * time.Millisecond }}
-		pol := &fixedPolicy{max: 1}
+		pol := &fixedPolicy{Max: 1}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 0)
 		wait := fire(g, 1, 0)
 		time.Sleep(20 * time.Millisecond)
@@ -273,7 +274,7 @@ func TestAddInstanceLate(t *testing.T) {
 func TestBackendErrorAnswersEveryRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{err: &oip.StatusError{Code: 500, Message: "boom"}}
-		pol := &fixedPolicy{max: 2, wait: time.Millisecond}
+		pol := &fixedPolicy{Max: 2, Wait: time.Millisecond}
 		g := newTestGateway(t, fb, pol, time.Second, 16, 1)
 		got := fire(g, 2, 0)()
 		for _, a := range got {
@@ -282,8 +283,8 @@ func TestBackendErrorAnswersEveryRequest(t *testing.T) {
 			}
 		}
 		g.Close(context.Background())
-		if len(pol.observed) != 1 || !pol.observed[0].Failed {
-			t.Errorf("policy observed %+v, want one failed batch", pol.observed)
+		if len(pol.Observed) != 1 || !pol.Observed[0].Failed {
+			t.Errorf("policy observed %+v, want one failed batch", pol.Observed)
 		}
 	})
 }
@@ -291,7 +292,7 @@ func TestBackendErrorAnswersEveryRequest(t *testing.T) {
 func TestSyncFollowsProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
-		g := newTestGateway(t, fb, &fixedPolicy{max: 1}, time.Second, 16, 0)
+		g := newTestGateway(t, fb, &fixedPolicy{Max: 1}, time.Second, 16, 0)
 		ctx := context.Background()
 		inst := func(id, addr string, st provider.State) provider.Instance {
 			return provider.Instance{ID: id, Addr: addr, State: st, Spec: provider.Spec{Model: "m"}}
@@ -354,7 +355,7 @@ func TestNonePolicyHoldsWhileBusy(t *testing.T) {
 func TestDepartedClientLeavesTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return time.Millisecond }}
-		g := newTestGateway(t, fb, &fixedPolicy{max: 2, wait: 10 * time.Millisecond}, time.Second, 16, 1)
+		g := newTestGateway(t, fb, &fixedPolicy{Max: 2, Wait: 10 * time.Millisecond}, time.Second, 16, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		defer cancel()
 		errc := make(chan error, 1)
@@ -422,7 +423,7 @@ func TestNoHeadOfLineBlockingAcrossModels(t *testing.T) {
 func TestUnreachableInstanceRetriesElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }, down: map[string]bool{"a0": true}}
-		g := newTestGateway(t, fb, &fixedPolicy{max: 2, wait: time.Millisecond}, time.Second, 16, 2)
+		g := newTestGateway(t, fb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, time.Second, 16, 2)
 		got := fire(g, 2, 0)()
 		want := []answer{{ID: "r0", Latency: 2 * time.Millisecond, Batch: 2}, {ID: "r1", Latency: 2 * time.Millisecond, Batch: 2}}
 		if d := diff(want, got); d != "" {
@@ -436,7 +437,7 @@ func TestUnreachableInstanceRetriesElsewhere(t *testing.T) {
 			t.Errorf("batches sent to the good instance (-want +got):\n%s", d)
 		}
 		g.RemoveInstance(context.Background(), "m", "i1")
-		time.Sleep(2 * downFor)
+		time.Sleep(2 * batcher.DownFor)
 		got = fire(g, 1, 0)()
 		if !strings.Contains(got[0].Err, "backend unavailable") || got[0].Latency != time.Millisecond {
 			t.Errorf("only instance unreachable: got %+v, want backend unavailable right after the 1 ms window", got[0])
@@ -466,7 +467,7 @@ func (f *fakeLister) set(insts ...provider.Instance) {
 // TestWatchFollowsTheProviderEveryInterval: Watch syncs at once and then every interval.
 func TestWatchFollowsTheProviderEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 0)
+		g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{Max: 1}, time.Second, 16, 0)
 		fl := &fakeLister{}
 		ready := provider.Instance{ID: "w", Addr: "x", State: provider.StateReady, Spec: provider.Spec{Model: "m"}}
 		fl.set(ready)
@@ -567,7 +568,7 @@ func TestOwnBatching(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fb := &fakeBackend{service: service}
-				g := newTestGateway(t, fb, &fixedPolicy{max: 1, wait: 0}, time.Second, 16, 0)
+				g := newTestGateway(t, fb, &fixedPolicy{Max: 1, Wait: 0}, time.Second, 16, 0)
 				for _, in := range tc.insts {
 					if err := g.AddInstance(context.Background(), "m", in); err != nil {
 						t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -28,7 +27,7 @@ func (r *sizedReader) Read(p []byte) (int, error) {
 // The model is looked up before the body is read; Content-Length is reserved up front and a
 // chunked body as it is read; past the budget the answer is 503 with Retry-After.
 func TestGuardBodies(t *testing.T) {
-	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 1)
+	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{Max: 1}, time.Second, 16, 1)
 	t.Cleanup(func() { g.Close(context.Background()) })
 	budget := newBodyBudget(1 << 20)
 	var read int64
@@ -122,65 +121,5 @@ func TestInferTarget(t *testing.T) {
 		if m != tt.model || v != tt.version {
 			t.Errorf("%s (-want +got): -%q %q +%q %q", tt.path, tt.model, tt.version, m, v)
 		}
-	}
-}
-
-// The ensembles bucket client-chosen latencies to two significant digits and keep state for at
-// most maxConstraints constraints.
-func TestBucketLatency(t *testing.T) {
-	for _, tt := range []struct{ in, want time.Duration }{
-		{200 * time.Millisecond, 200 * time.Millisecond},
-		{150 * time.Millisecond, 150 * time.Millisecond},
-		{12345 * time.Millisecond, 12 * time.Second},
-		{1999 * time.Microsecond, 1900 * time.Microsecond},
-		{7, 7},
-	} {
-		if got := bucketLatency(tt.in); got != tt.want {
-			t.Errorf("bucketLatency(%v) (-want +got): -%v +%v", tt.in, tt.want, got)
-		}
-	}
-	n := map[time.Duration]bool{}
-	for ms := 1; ms <= 60000; ms++ {
-		n[bucketLatency(time.Duration(ms)*time.Millisecond)] = true
-	}
-	if len(n) > 500 {
-		t.Errorf("60,000 distinct latencies give %d buckets, want ≤ 500", len(n))
-	}
-}
-
-func TestLRUBound(t *testing.T) {
-	l := newLRU[int, int](3)
-	for i := range 10 {
-		l.put(i, i)
-		if i == 7 {
-			l.get(7)
-		}
-	}
-	if l.len() != 3 {
-		t.Errorf("len (-want +got): -3 +%d", l.len())
-	}
-	var keys []int
-	l.each(func(k, _ int) { keys = append(keys, k) })
-	if d := diff([]int{9, 8, 7}, keys); d != "" {
-		t.Errorf("kept, most recent first (-want +got):\n%s", d)
-	}
-}
-
-// 40,000 distinct client latencies leave at most maxConstraints selection states.
-func TestEnsembleConstraintsBounded(t *testing.T) {
-	g := ensembleGateway(t, &classBackend{class: map[string]int{}}, config.SelectionDynamic)
-	e, _ := g.ens.get("e")
-	now := time.Unix(0, 0)
-	for i := range 40000 {
-		k := e.constraint(oip.RequestSLO{Latency: 100*time.Millisecond + time.Duration(i)*time.Microsecond*37})
-		if _, err := e.choose(k, now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := e.constraints.len(); n > maxConstraints {
-		t.Errorf("constraints kept (-want ≤ +got): -%d +%d", maxConstraints, n)
-	}
-	if st := e.stats(); len(st.Selections) > maxConstraints || len(st.Reasons) > maxConstraints {
-		t.Errorf("stats list %d selections and %d reasons, want ≤ %d", len(st.Selections), len(st.Reasons), maxConstraints)
 	}
 }

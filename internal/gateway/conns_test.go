@@ -229,7 +229,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // The gRPC stats handler finds the counted connection of a real server's RPCs, so that a
 // connection with a stream is never evicted as idle.
 func TestConnBudgetGRPCStreams(t *testing.T) {
-	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{max: 1}, time.Second, 16, 1)
+	g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{Max: 1}, time.Second, 16, 1)
 	t.Cleanup(func() { g.Close(context.Background()) })
 	b := newConnBudget(10, 0, 0)
 	srv, err := oipgrpc.NewServer(g, oipgrpc.Options{ServerOptions: []grpc.ServerOption{grpc.StatsHandler(grpcConnStats{b})}})

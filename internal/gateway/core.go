@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
 )
 
@@ -78,10 +79,10 @@ func (g *Gateway) Models(ctx context.Context) ([]oip.RepositoryIndexEntry, error
 // first instance. A version the metadata does not list (checkVersion) is ErrModelNotFound, so
 // that /versions/9/infer is 404 rather than served by another version.
 func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
-	if e, ok := g.ens.get(model); ok {
-		md, err := e.metadata()
-		if err != nil {
-			return nil, err
+	if e, ok := g.ens.Get(model); ok {
+		md, ok := e.Metadata()
+		if !ok {
+			return nil, ErrNoMetadata
 		}
 		return md, checkVersion(model, version, md)
 	}
@@ -89,7 +90,7 @@ func (g *Gateway) ModelMetadata(ctx context.Context, model, version string) (*oi
 	if err != nil {
 		return nil, err
 	}
-	md := b.md.Load()
+	md := b.Metadata()
 	if md == nil {
 		if version != "" && version != defaultVersion {
 			return nil, fmt.Errorf("%w: %q version %q (metadata not known yet)", ErrModelNotFound, model, version)
@@ -129,14 +130,14 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 			return false, err
 		}
 	}
-	if e, ok := g.ens.get(model); ok {
-		return e.isReady(ctx), nil
+	if e, ok := g.ens.Get(model); ok {
+		return e.Ready(ctx), nil
 	}
 	b, _, err := g.lookup(model, version)
 	if err != nil {
 		return false, err
 	}
-	ids, err := g.Instances(b.name)
+	ids, err := g.Instances(b.Name())
 	if err != nil {
 		return false, err
 	}
@@ -147,8 +148,8 @@ func (g *Gateway) ModelReady(ctx context.Context, model, version string) (bool, 
 // for the answer. The deadline is the handler's arrival time plus the request's own bound
 // (parameters "timeout" in µs or "latency_ms"), or else the model's SLO threshold.
 func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
-	if e, ok := g.ens.get(c.Model); ok {
-		return e.infer(ctx, c) // fans out to the members through this same method
+	if e, ok := g.ens.Get(c.Model); ok {
+		return e.Infer(ctx, c) // fans out to the members through this same method
 	}
 	b, version, release, err := g.acquire(c.Model, c.Version)
 	if err != nil {
@@ -159,17 +160,17 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	if err != nil {
 		return nil, err
 	}
-	if b.maxRows > 0 && rows > b.maxRows {
-		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.maxRows)
+	if b.MaxRows() > 0 && rows > b.MaxRows() {
+		return nil, fmt.Errorf("%w: %d rows, model %s accepts at most %d", ErrTooManyRows, rows, c.Model, b.MaxRows())
 	}
 	if c.Version != "" && c.Metadata != nil {
 		if err := checkVersion(c.Model, c.Version, c.Metadata); err != nil {
 			return nil, err
 		}
 	}
-	timeout := b.spec.Threshold
+	timeout := b.SLO().Threshold
 	if d := c.SLO.Bound(); d > 0 {
-		if err := feasibleDeadline(d, rows, b.est.cost()); err != nil {
+		if err := feasibleDeadline(d, rows, b.Cost()); err != nil {
 			return nil, err
 		}
 		timeout = d
@@ -180,15 +181,15 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	}
 	st := g.liveStats(c.Model)
 	st.arrivals.Add(1)
-	resp, err := b.submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
+	resp, err := b.Submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
 	done := time.Now()
-	st.record(arrival, done, b.spec.Threshold, err)
-	b.tstats.request(rows, arrival, done, err)
+	st.record(arrival, done, b.SLO().Threshold, err)
+	b.m.Request(rows, arrival, done, err)
 	if err != nil {
 		g.logDetail(c.Model, err)
 	}
 	if resp != nil && version != "" {
-		resp.ModelName, resp.ModelVersion = c.Model, version // not the worker's versionKey
+		resp.ModelName, resp.ModelVersion = c.Model, version // not the worker's modelrepo.VersionKey
 	}
 	return resp, err
 }
@@ -262,15 +263,11 @@ func (g *Gateway) observe(o oip.Observation) {
 	if err != nil {
 		return
 	}
-	outcome := outcomeOf(o.Code)
+	outcome := metrics.OutcomeOf(o.Code)
 	if o.Canceled {
-		outcome = outcomeCanceled
+		outcome = metrics.OutcomeCanceled
 	}
-	b.m.outcome[outcome].Inc()
-	if outcome == outcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
-		b.m.duration.Observe(o.Elapsed.Seconds())
-	}
-	b.m.slo.observe(b.spec.Threshold, outcome, o.Elapsed)
+	b.m.Answer(b.SLO().Threshold, outcome, o.Elapsed)
 }
 
 // ServerOptions bound the gateway's http.Server.

@@ -1,9 +1,9 @@
 // Package gateway is sloserve's live front end: an Open Inference Protocol v2 server that queues
-// each model's requests in a batcher driven by a batching.Policy, sends batches to the model's
-// ready instances and answers every request exactly once.
+// each model's requests in a batcher.Batcher (package batcher) driven by a batching.Policy, sends
+// batches to the model's ready instances and answers every request exactly once.
 //
 //	HTTP ─▶ oip.NewHandler (decode, validate) ─▶ Gateway.Infer (oip.Core)
-//	         ─▶ batcher of the model (one goroutine: queue, timer, policy, instances)
+//	         ─▶ batcher.Batcher of the model (one goroutine: queue, timer, policy, instances)
 //	              Decide on arrival / completion / timer ─▶ dispatch.Picker ─▶ flight
 //	         ─▶ the first request's goroutine sends the flight (Backend: oip.Concat, binary tensors to
 //	            the worker, oip.Split) and answers every request of it

@@ -44,7 +44,7 @@ func (g *Gateway) ensembleRoutes(next http.Handler, adminToken string) http.Hand
 		writeEnsembleJSON(w, oip.StatusOf(err), oip.ErrorResponse{Error: err.Error()})
 	})
 	mux.HandleFunc("GET /v2/models/{name}/stats", func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := g.ens.get(r.PathValue("name")); !ok {
+		if _, ok := g.ens.Get(r.PathValue("name")); !ok {
 			next.ServeHTTP(w, r) // a model's Triton statistics (oip handler)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -86,7 +87,7 @@ func ensembleGateway(t *testing.T, be *classBackend, sel string) *Gateway {
 	t.Cleanup(func() { g.Close(context.Background()) })
 	var members []ensemble.Model
 	for i, n := range []string{"a", "b", "c"} {
-		if err := g.AddModel(Model{Name: n, SLO: slo.Spec{Threshold: time.Second, Target: 0.9}, Policy: &fixedPolicy{max: 1}}); err != nil {
+		if err := g.AddModel(Model{Name: n, SLO: slo.Spec{Threshold: time.Second, Target: 0.9}, Policy: &fixedPolicy{Max: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := g.AddInstance(context.Background(), n, Instance{ID: n, Addr: "http://" + n}); err != nil {
@@ -166,7 +167,7 @@ func TestEnsembleFailedMemberLeftOut(t *testing.T) {
 		}
 	}
 	if got := be.count("c"); got != 1 {
-		t.Errorf("calls to the failing member (-want +got): -1 +%d (it is left out for %v after failing)", got, memberDownFor)
+		t.Errorf("calls to the failing member (-want +got): -1 +%d (it is left out for %v after failing)", got, batcher.DownFor)
 	}
 	st, _ := g.EnsembleStats("e")
 	if d := diff([]int64{5, 0, 11, 10, 1}, []int64{st.Requests, st.Failed, st.Invocations, st.Votes, st.MemberErrors}); d != "" {
@@ -269,18 +270,6 @@ func TestEnsembleFeedbackHTTP(t *testing.T) {
 	resp.Body.Close()
 	if !bytes.Contains(st, []byte(`"Importance":{"a":1,"b":1,"c":1}`)) || !bytes.Contains(st, []byte(`"Feedback":2`)) {
 		t.Errorf("stats %s: want importance 1 for each member and 2 labels learnt", st)
-	}
-}
-
-func TestEnsembleLRUEvicts(t *testing.T) {
-	l := newLRU[string, recentRequest](2)
-	for _, id := range []string{"a", "b", "c"} {
-		l.put(id, recentRequest{})
-	}
-	_, a := l.peek("a")
-	_, c := l.peek("c")
-	if a || !c || l.len() != 2 {
-		t.Errorf("after 3 puts into 2 entries: a kept %v, c kept %v, len %d; want false, true, 2", a, c, l.len())
 	}
 }
 

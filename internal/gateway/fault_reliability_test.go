@@ -71,33 +71,6 @@ func newFaultGateway(t *testing.T, b Backend, pol *fixedPolicy, threshold time.D
 	return g
 }
 
-func TestAttemptTimeout(t *testing.T) {
-	now := time.Unix(1000, 0)
-	slo := 200 * time.Millisecond
-	for _, c := range []struct {
-		name      string
-		canRetry  bool
-		batchTime time.Duration
-		backend   time.Duration
-		latest    time.Time
-		want      time.Duration
-	}{
-		{"first attempt: slo/4 floor", true, 2 * time.Millisecond, 30 * time.Second, now.Add(slo), 50 * time.Millisecond},
-		{"first attempt: 4 batch times", true, 40 * time.Millisecond, 30 * time.Second, now.Add(slo), 160 * time.Millisecond},
-		{"first attempt, no estimate: last attempt's bound", true, 0, 30 * time.Second, now.Add(slo), 400 * time.Millisecond},
-		{"last attempt: deadline + slo", false, 2 * time.Millisecond, 30 * time.Second, now.Add(100 * time.Millisecond), 300 * time.Millisecond},
-		{"last attempt: backend timeout caps", false, 0, 250 * time.Millisecond, now.Add(slo), 250 * time.Millisecond},
-		{"deadline long past: one slo", false, 0, 30 * time.Second, now.Add(-time.Hour), slo},
-		{"first attempt capped by the last bound", true, time.Second, 30 * time.Second, now, slo},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := attemptTimeout(c.canRetry, c.batchTime, slo, c.backend, c.latest, now); got != c.want {
-				t.Errorf("attemptTimeout (-want +got): -%v +%v", c.want, got)
-			}
-		})
-	}
-}
-
 // warm sends one batch so that the batcher has measured a batch time.
 func warm(t *testing.T, g *Gateway) {
 	t.Helper()
@@ -113,7 +86,7 @@ func warm(t *testing.T, g *Gateway) {
 func TestHungInstanceBatchRetriedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
-		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 200*time.Millisecond, 2)
+		g := newFaultGateway(t, hb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 200*time.Millisecond, 2)
 		warm(t, g)
 		warm(t, g)
 		hb.setHung("a0", true)
@@ -150,7 +123,7 @@ func TestHungInstanceBatchRetriedElsewhere(t *testing.T) {
 func TestHungOnlyInstanceWaitsForDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hb := &hangBackend{fakeBackend: &fakeBackend{service: func(int) time.Duration { return 2 * time.Millisecond }}}
-		g := newFaultGateway(t, hb, &fixedPolicy{max: 2, wait: time.Millisecond}, 100*time.Millisecond, 1)
+		g := newFaultGateway(t, hb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 100*time.Millisecond, 1)
 		warm(t, g)
 		hb.setHung("a0", true)
 		start := time.Now()
@@ -178,7 +151,7 @@ func TestHungOnlyInstanceWaitsForDeadline(t *testing.T) {
 func TestAdmissionByDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fb := &fakeBackend{service: func(int) time.Duration { return 10 * time.Millisecond }}
-		g := newFaultGateway(t, fb, &fixedPolicy{max: 2, wait: time.Millisecond}, 50*time.Millisecond, 1)
+		g := newFaultGateway(t, fb, &fixedPolicy{Max: 2, Wait: time.Millisecond}, 50*time.Millisecond, 1)
 		warm(t, g)
 		fire(g, 2, 0)() // a batch of 2 rows: the fit learns the time does not grow with rows
 		got := fire(g, 20, 0)()

@@ -13,10 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sloserve/sloserve/internal/batching"
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/dispatch"
+	"github.com/sloserve/sloserve/internal/gateway/fanout"
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
-	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // Options are the gateway's dependencies; a nil field means a safe default.
@@ -37,61 +38,20 @@ type Options struct {
 	Version string
 }
 
-// Model is one model the gateway serves.
-type Model struct {
-	// Name is the model name in OIP paths (/v2/models/{name}/infer).
-	Name string
-	// SLO gives each request its deadline: arrival + SLO.Threshold.
-	SLO slo.Spec
-	// Policy decides when the model's queue dispatches; the gateway's batcher owns it from now on.
-	Policy batching.Policy
-	// QueueLimit is the largest number of requests waiting for dispatch; beyond it requests are
-	// refused with 429. 0 means DefaultQueueLimit.
-	QueueLimit int
-	// Slots is the number of batches each instance of the model takes at once when the instance
-	// does not say (Instance.Slots); 0 means 1.
-	Slots int
-	// MaxRows is the most rows one request may carry; more is refused with 400. 0 means no bound
-	// beyond the body size limits.
-	MaxRows int64
-	// MaxBatchBytes is the most tensor data, in bytes, one batch sends to an instance: a batch
-	// closes before a request that would take it past this (a larger request goes alone). 0
-	// means DefaultMaxBatchBytes; it should stay below the workers' body limit.
-	MaxBatchBytes int64
-	// Metadata is the model's OIP metadata, against which the handler validates requests before
-	// they are queued; nil means learn it from the first instance added. Until it is known,
-	// requests are answered 503.
-	Metadata *oip.ModelMetadata
-}
+// Model is one model the gateway serves (batcher.Model).
+type Model = batcher.Model
 
-// DefaultQueueLimit is the default bound, in requests, of a model's queue.
-const DefaultQueueLimit = 1024
+// Instance is one backend the gateway can send a model's batches to (batcher.Instance).
+type Instance = batcher.Instance
 
-// DefaultMaxBatchBytes bounds a batch's tensor data at 16 MiB, a quarter of the workers' default
-// 64 MiB body limit (oip.DefaultLimits), so that merged batches never exceed it.
-const DefaultMaxBatchBytes = 16 << 20
+// DefaultQueueLimit is batcher.DefaultQueueLimit.
+const DefaultQueueLimit = batcher.DefaultQueueLimit
+
+// DefaultMaxBatchBytes is batcher.DefaultMaxBatchBytes.
+const DefaultMaxBatchBytes = batcher.DefaultMaxBatchBytes
 
 // ErrTooManyRows means a request carries more rows than its model's MaxRows (400).
 var ErrTooManyRows = fmt.Errorf("gateway: request has more rows than the model accepts (max_rows): %w", oip.ErrBadRequest)
-
-// Instance is one backend the gateway can send a model's batches to.
-type Instance struct {
-	// ID identifies the instance (the provider's instance id).
-	ID string
-	// Addr is the base URL of the instance's OIP v2 endpoint, e.g. "http://127.0.0.1:9001".
-	Addr string
-	// Slots is the number of batches the instance takes at once; 0 means 1.
-	Slots int
-	// MaxBatch is the instance's own largest batch (INFless non-uniform batching, MArk's
-	// per-type N_batch): the batcher never sends it more requests at once; 0 means no bound
-	// beyond the model's policy.
-	MaxBatch int
-	// MaxWait, when > 0, makes the instance batch on its own (INFless's built-in batch queue per
-	// instance): it takes a batch of up to MaxBatch (at least 1) from the model's queue as soon as
-	// the queue holds that many or the oldest request has waited MaxWait (INFless: t_slo − t_exec),
-	// and the model's batching policy sends it nothing. 0: the model's policy decides its batches.
-	MaxWait time.Duration
-}
 
 // Gateway routes inference requests to per-model batchers. It is safe for concurrent use.
 type Gateway struct {
@@ -100,15 +60,15 @@ type Gateway struct {
 	pick    string
 	timeout time.Duration
 	version string // Options.Version
-	metrics *metrics
-	ens     ensembleSet // live Cocktail ensembles (ensemble.go)
+	metrics *metrics.Set
+	ens     *fanout.Set // live Cocktail ensembles (package fanout, ensembles.go)
 
 	mu       sync.Mutex // serialises AddModel and Close
-	batchers atomic.Pointer[map[string]*batcher]
+	batchers atomic.Pointer[map[string]*served]
 	closed   atomic.Bool
 	stats    statsTable // per-model request counters (stats.go)
 
-	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repository.go)
+	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repotable.go)
 	repoMgr atomic.Pointer[Repository] // loads and unloads the repository's models; nil: none
 
 	detailLogged, detailSkipped atomic.Int64 // logDetail's rate limit: last log (Unix ns), left out
@@ -132,12 +92,13 @@ func New(opts Options) (*Gateway, error) {
 	if g.timeout <= 0 {
 		g.timeout = 30 * time.Second
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := metrics.New(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("register gateway metrics: %w", err)
 	}
 	g.metrics = m
-	empty := map[string]*batcher{}
+	g.ens = fanout.NewSet(members{g}, g.log)
+	empty := map[string]*served{}
 	g.batchers.Store(&empty)
 	return g, nil
 }
@@ -181,14 +142,16 @@ func (g *Gateway) AddModel(m Model) error {
 	if err != nil {
 		return err
 	}
-	b := newBatcher(g, m, picker)
-	next := make(map[string]*batcher, len(old)+1)
+	mm := g.metrics.ForModel(m.Name, m.SLO)
+	b := &served{Batcher: batcher.New(batcher.Config{Model: m, Picker: picker, Backend: g.backend, Timeout: g.timeout,
+		Log: g.log, Observer: mm}), m: mm}
+	next := make(map[string]*served, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
 	next[m.Name] = b
 	g.batchers.Store(&next)
-	go b.run()
+	go b.Run()
 	g.log.Info("model added", "model", m.Name, "slo", m.SLO.Threshold, "queue_limit", m.QueueLimit)
 	return nil
 }
@@ -204,7 +167,7 @@ func (g *Gateway) ModelNames() []string {
 	return names
 }
 
-func (g *Gateway) batcher(model string) (*batcher, error) {
+func (g *Gateway) batcher(model string) (*served, error) {
 	b, ok := (*g.batchers.Load())[model]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrModelNotFound, model)
@@ -223,21 +186,17 @@ func (g *Gateway) AddInstance(ctx context.Context, model string, in Instance) er
 		return fmt.Errorf("add instance to %s: id and addr must not be empty", model)
 	}
 	if in.Slots <= 0 {
-		in.Slots = max(b.slots, 1)
+		in.Slots = max(b.Slots(), 1)
 	}
-	if b.md.Load() == nil {
+	if b.Metadata() == nil {
 		md, err := g.backend.Metadata(ctx, in.Addr, model)
 		if err != nil {
 			return fmt.Errorf("add instance %s to %s: %w", in.ID, model, err)
 		}
 		md.Name = model
-		b.md.CompareAndSwap(nil, md)
+		b.LearnMetadata(md)
 	}
-	errc := make(chan error, 1)
-	if !b.control(func(now time.Time) { errc <- b.addInstance(in) }) {
-		return ErrShuttingDown
-	}
-	if err := <-errc; err != nil {
+	if err := b.AddInstance(in); err != nil {
 		return err
 	}
 	g.log.Info("instance added", "model", model, "instance", in.ID, "addr", in.Addr, "slots", in.Slots)
@@ -252,19 +211,10 @@ func (g *Gateway) RemoveInstance(ctx context.Context, model, id string) error {
 	if err != nil {
 		return err
 	}
-	res := make(chan chan struct{}, 1)
-	errc := make(chan error, 1)
-	if !b.control(func(now time.Time) {
-		drained, err := b.drainInstance(id)
-		errc <- err
-		res <- drained
-	}) {
-		return ErrShuttingDown
-	}
-	if err := <-errc; err != nil {
+	drained, err := b.Drain(id)
+	if err != nil {
 		return err
 	}
-	drained := <-res
 	select {
 	case <-drained:
 		g.log.Info("instance removed", "model", model, "instance", id)
@@ -302,10 +252,7 @@ func (g *Gateway) SetWeights(model string, w map[string]float64) error {
 		}
 	}
 	own := maps.Clone(w) // the caller may change w once we return
-	if !b.control(func(time.Time) { b.setWeights(own) }) {
-		return ErrShuttingDown
-	}
-	return nil
+	return b.SetWeights(own)
 }
 
 // Instances returns the ids of a model's instances that take new batches.
@@ -314,19 +261,17 @@ func (g *Gateway) Instances(model string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := make(chan []string, 1)
-	if !b.control(func(now time.Time) {
-		var out []string
-		for _, in := range b.insts {
-			if !in.draining {
-				out = append(out, in.ID)
-			}
-		}
-		ids <- out
-	}) {
+	insts, ok := b.Instances()
+	if !ok {
 		return nil, ErrShuttingDown
 	}
-	return <-ids, nil
+	var out []string
+	for _, in := range insts {
+		if !in.Draining {
+			out = append(out, in.ID)
+		}
+	}
+	return out, nil
 }
 
 // Stats are counters of one model's batcher since it started.
@@ -349,7 +294,7 @@ func (g *Gateway) Stats(model string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Batches: b.batches.Load(), Dispatched: b.dispatched.Load()}, nil
+	return Stats{Batches: b.Batches(), Dispatched: b.Dispatched()}, nil
 }
 
 // Close fails every waiting request with ErrShuttingDown, waits until batches in flight have
@@ -362,7 +307,7 @@ func (g *Gateway) Close(ctx context.Context) (int, error) {
 	g.mu.Unlock()
 	failed := 0
 	for _, b := range bs {
-		failed += b.stop(ctx)
+		failed += b.Stop(ctx)
 	}
 	g.log.Info("gateway closed", "failed_pending", failed)
 	return failed, ctx.Err()

@@ -3,14 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,91 +15,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sloserve/sloserve/internal/gateway/gatewaytest"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // sumWorker is a tiny OIP v2 worker for model "m": input x [N,2] FP32, output y [N,1] = row sum.
-// It is written with encoding/json, independently of package oip.
 func sumWorker(t *testing.T) *httptest.Server {
 	t.Helper()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v2/models/m", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"name":"m","platform":"test","inputs":[{"name":"x","datatype":"FP32","shape":[-1,2]}],"outputs":[{"name":"y","datatype":"FP32","shape":[-1,1]}]}`)
-	})
-	mux.HandleFunc("POST /v2/models/m/infer", func(w http.ResponseWriter, r *http.Request) {
-		req, err := readSumRequest(r)
-		if err != nil {
-			w.WriteHeader(400)
-			fmt.Fprintf(w, `{"error":"bad input"}`)
-			return
-		}
-		in := req.Input
-		n := int(in.Shape[0])
-		out := make([]float64, n)
-		for i := range n {
-			out[i] = in.Data[2*i] + in.Data[2*i+1]
-		}
-		data, _ := json.Marshal(out)
-		w.Header().Set(oip.HeaderServiceTime, "1000")
-		fmt.Fprintf(w, `{"model_name":"m","id":%q,"outputs":[{"name":"y","datatype":"FP32","shape":[%d,1],"data":%s}]}`, req.ID, n, data)
-	})
-	s := httptest.NewServer(mux)
+	s := httptest.NewServer(gatewaytest.SumWorker("1000", false))
 	t.Cleanup(s.Close)
 	return s
-}
-
-// sumRequest is what the test workers read of an inference request: its id and its one input.
-type sumRequest struct {
-	ID    string
-	Input struct {
-		Shape []int64
-		Data  []float64
-	}
-}
-
-// readSumRequest reads a request with one FP32 input sent as JSON or in Triton's binary tensor
-// extension (JSON header of Inference-Header-Content-Length bytes, then little-endian float32s),
-// written with encoding/json and encoding/binary, independently of package oip.
-func readSumRequest(r *http.Request) (*sumRequest, error) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	head := body
-	hl := r.Header.Get("Inference-Header-Content-Length")
-	if hl != "" {
-		n, err := strconv.Atoi(hl)
-		if err != nil || n > len(body) {
-			return nil, fmt.Errorf("bad header length %q", hl)
-		}
-		head = body[:n]
-	}
-	var req struct {
-		ID     string `json:"id"`
-		Inputs []struct {
-			Shape      []int64        `json:"shape"`
-			Data       []float64      `json:"data"`
-			Parameters map[string]any `json:"parameters"`
-		} `json:"inputs"`
-	}
-	if err := json.Unmarshal(head, &req); err != nil || len(req.Inputs) != 1 || len(req.Inputs[0].Shape) != 2 {
-		return nil, fmt.Errorf("bad request: %v", err)
-	}
-	out := &sumRequest{ID: req.ID}
-	in := req.Inputs[0]
-	out.Input.Shape, out.Input.Data = in.Shape, in.Data
-	if hl != "" {
-		blob := body[len(head):]
-		out.Input.Data = make([]float64, len(blob)/4)
-		for i := range out.Input.Data {
-			out.Input.Data[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:])))
-		}
-	}
-	if int64(len(out.Input.Data)) != in.Shape[0]*in.Shape[1] {
-		return nil, fmt.Errorf("%d values for shape %v", len(out.Input.Data), in.Shape)
-	}
-	return out, nil
 }
 
 func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *httptest.Server) {
@@ -133,7 +56,7 @@ func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *h
 
 func TestHTTPBadInput(t *testing.T) {
 	w := sumWorker(t)
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, w.URL)
 	tests := []struct {
 		name, method, path, body string
 		wantStatus               int
@@ -183,7 +106,7 @@ func TestHTTPBadInput(t *testing.T) {
 func TestHTTPBatchSplitsRows(t *testing.T) {
 	w := sumWorker(t)
 	// A window long enough that all five requests (1..5 rows) form one batch.
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 5, wait: time.Minute}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 5, Wait: time.Minute}, w.URL)
 	type got struct {
 		Status int
 		Svc    string
@@ -250,7 +173,7 @@ func TestHTTPBatchSplitsRows(t *testing.T) {
 
 func TestHTTPBackendDown(t *testing.T) {
 	w := sumWorker(t)
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, w.URL)
 	w.Close()
 	resp, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("a", 1, "")))
 	if err != nil {
@@ -272,7 +195,7 @@ func TestHTTPBackendError502(t *testing.T) {
 		io.WriteString(w, `{"error":"kaput"}`)
 	}))
 	defer bad.Close()
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, bad.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, bad.URL)
 	resp, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("a", 1, "")))
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +209,7 @@ func TestHTTPBackendError502(t *testing.T) {
 }
 
 func TestHTTPHealth(t *testing.T) {
-	g, s := newHTTPGateway(t, &fixedPolicy{max: 1}, "")
+	g, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, "")
 	check := func(path string, want int) {
 		t.Helper()
 		resp, err := http.Get(s.URL + path)
@@ -315,7 +238,7 @@ func TestHTTPHealth(t *testing.T) {
 // TestHTTPChunkedBody: a body without Content-Length is read whole and forwarded as is.
 func TestHTTPChunkedBody(t *testing.T) {
 	w := sumWorker(t)
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, w.URL)
 	pr, pw := io.Pipe()
 	go func() {
 		b := body("chunked", 2, "")

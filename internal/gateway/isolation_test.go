@@ -103,7 +103,7 @@ func infer(g *Gateway, id string, rows int, timeout time.Duration) error {
 func TestLargeRequestDoesNotLockOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rb := &rowBackend{fixed: time.Millisecond, perRow: 300 * time.Microsecond}
-		g := newFaultGateway(t, rb, &fixedPolicy{max: 4, wait: time.Millisecond}, 100*time.Millisecond, 1)
+		g := newFaultGateway(t, rb, &fixedPolicy{Max: 4, Wait: time.Millisecond}, 100*time.Millisecond, 1)
 		defer g.Close(context.Background())
 		for i := range 5 {
 			if err := infer(g, fmt.Sprintf("w%d", i), 1, 0); err != nil {
@@ -132,15 +132,15 @@ func TestLargeRequestDoesNotLockOut(t *testing.T) {
 func TestEmptyQueueAlwaysAdmits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rb := &rowBackend{fixed: time.Millisecond}
-		g := newFaultGateway(t, rb, &fixedPolicy{max: 1}, 100*time.Millisecond, 1)
+		g := newFaultGateway(t, rb, &fixedPolicy{Max: 1}, 100*time.Millisecond, 1)
 		defer g.Close(context.Background())
 		b, _ := g.batcher("m")
-		b.est.fixed.Store(int64(time.Hour)) // a stale, absurd estimate
+		b.SeedCost(BatchCost{Fixed: time.Hour}) // a stale, absurd estimate
 		if err := infer(g, "a", 1, 0); err != nil {
 			t.Fatalf("request to an idle model under a stale estimate: %v", err)
 		}
 		synctest.Wait() // the completion reaches the batcher
-		if c := b.est.cost(); c.Of(1) > 10*time.Millisecond {
+		if c := b.Cost(); c.Of(1) > 10*time.Millisecond {
 			t.Errorf("estimate after one batch of 1 ms: %v", c.Of(1))
 		}
 	})
@@ -151,7 +151,7 @@ func TestEmptyQueueAlwaysAdmits(t *testing.T) {
 func TestRefusedBatchRetriedAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rb := &rowBackend{fixed: time.Millisecond, refuse: map[string]bool{"r2": true}}
-		g := newFaultGateway(t, rb, &fixedPolicy{max: 4, wait: time.Millisecond}, 100*time.Millisecond, 1)
+		g := newFaultGateway(t, rb, &fixedPolicy{Max: 4, Wait: time.Millisecond}, 100*time.Millisecond, 1)
 		defer g.Close(context.Background())
 		got := fire(g, 4, 0)()
 		for _, a := range got {
@@ -180,7 +180,7 @@ func TestBatchClosesAtByteLimit(t *testing.T) {
 		defer g.Close(context.Background())
 		// One row of x is 8 bytes: 4 one-row requests fit in 40 bytes, a 10-row one does not.
 		if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: 100 * time.Millisecond, Target: 0.98},
-			Policy: &fixedPolicy{max: 8, wait: time.Millisecond}, MaxBatchBytes: 40}); err != nil {
+			Policy: &fixedPolicy{Max: 8, Wait: time.Millisecond}, MaxBatchBytes: 40}); err != nil {
 			t.Fatal(err)
 		}
 		if err := g.AddInstance(context.Background(), "m", Instance{ID: "i0", Addr: "a0", Slots: 4}); err != nil {
@@ -213,7 +213,7 @@ func TestBatchClosesAtByteLimit(t *testing.T) {
 func TestLargeBatchNotTakenForHung(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rb := &rowBackend{fixed: time.Millisecond, perRow: 300 * time.Microsecond}
-		g := newFaultGateway(t, rb, &fixedPolicy{max: 1}, 100*time.Millisecond, 2)
+		g := newFaultGateway(t, rb, &fixedPolicy{Max: 1}, 100*time.Millisecond, 2)
 		defer g.Close(context.Background())
 		for i := range 6 {
 			if err := infer(g, fmt.Sprintf("w%d", i), 1+i%2, 0); err != nil {
@@ -242,7 +242,7 @@ func TestLargeBatchNotTakenForHung(t *testing.T) {
 func TestSlowButAliveInstanceNotBenched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rb := &rowBackend{fixed: 2 * time.Millisecond}
-		g := newFaultGateway(t, rb, &fixedPolicy{max: 1}, 200*time.Millisecond, 2)
+		g := newFaultGateway(t, rb, &fixedPolicy{Max: 1}, 200*time.Millisecond, 2)
 		defer g.Close(context.Background())
 		for i := range 6 {
 			if err := infer(g, fmt.Sprintf("w%d", i), 1+i%2, 0); err != nil {
@@ -259,17 +259,14 @@ func TestSlowButAliveInstanceNotBenched(t *testing.T) {
 		rb.extra = nil
 		rb.mu.Unlock()
 		b, _ := g.batcher("m")
-		benched := make(chan int, 1)
-		b.control(func(now time.Time) {
-			n := 0
-			for _, in := range b.insts {
-				if !in.usable(now) {
-					n++
-				}
+		insts, _ := b.Instances()
+		n := 0
+		for _, in := range insts {
+			if !in.Usable {
+				n++
 			}
-			benched <- n
-		})
-		if n := <-benched; n != 0 {
+		}
+		if n != 0 {
 			t.Errorf("%d instances benched after one slow batch, want none (both pass their health check)", n)
 		}
 	})
@@ -280,7 +277,7 @@ func TestSlowButAliveInstanceNotBenched(t *testing.T) {
 // batches the gateway could not encode as JSON, and every request of those batches got 503).
 func TestNaNRequestsRefusedAlone(t *testing.T) {
 	w := sumWorker(t)
-	pol := &fixedPolicy{max: 8, wait: 2 * time.Millisecond}
+	pol := &fixedPolicy{Max: 8, Wait: 2 * time.Millisecond}
 	_, s := newHTTPGateway(t, pol, w.URL)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -334,7 +331,7 @@ func binaryBody(nan bool) ([]byte, int) {
 // answer the gateway parsed as JSON: 502).
 func TestJSONInBinaryOut(t *testing.T) {
 	w := sumWorker(t)
-	_, s := newHTTPGateway(t, &fixedPolicy{max: 1}, w.URL)
+	_, s := newHTTPGateway(t, &fixedPolicy{Max: 1}, w.URL)
 	for _, extra := range []string{`"parameters":{"binary_data_output":true},`, `"outputs":[{"name":"y","parameters":{"binary_data":true}}],`} {
 		res, err := http.Post(s.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("b", 1, extra)))
 		if err != nil {

@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,68 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
-
-func TestSLOBuckets(t *testing.T) {
-	for _, th := range []time.Duration{64 * time.Millisecond, 100 * time.Millisecond, 3 * time.Second, 700 * time.Microsecond} {
-		t.Run(th.String(), func(t *testing.T) {
-			b := SLOBuckets(th)
-			if !sort.Float64sAreSorted(b) {
-				t.Fatalf("buckets not sorted: %v", b)
-			}
-			found := false
-			for i, v := range b {
-				found = found || v == th.Seconds()
-				if i > 0 && v == b[i-1] {
-					t.Fatalf("duplicate bound %v in %v", v, b)
-				}
-				// Dense (≤ 10 % apart, with rounding slack) from a quarter to twice the threshold.
-				if i > 0 && b[i-1] >= 0.25*th.Seconds() && v <= 1.95*th.Seconds() && v/b[i-1] > 1.102 {
-					t.Errorf("bounds %v and %v are %.1f %% apart, want ≤ 10 %%", b[i-1], v, 100*(v/b[i-1]-1))
-				}
-			}
-			if !found {
-				t.Errorf("threshold %v is not a bound of %v", th.Seconds(), b)
-			}
-		})
-	}
-}
-
-func TestSLOWindow(t *testing.T) {
-	now := time.Unix(1000, 0)
-	total := prometheus.NewCounter(prometheus.CounterOpts{Name: "t"})
-	bad := prometheus.NewCounter(prometheus.CounterOpts{Name: "b"})
-	w := &sloWindow{now: func() time.Time { return now }, total: total, bad: bad}
-	if got := w.attainment(); got != 1 {
-		t.Errorf("attainment with no requests = %v, want 1", got)
-	}
-	th := 100 * time.Millisecond
-	w.observe(th, outcomeOK, 50*time.Millisecond)
-	w.observe(th, outcomeOK, 150*time.Millisecond) // too slow
-	w.observe(th, outcomeTimeout, 100*time.Millisecond)
-	w.observe(th, outcomeBadRequest, time.Millisecond) // not eligible
-	w.observe(th, outcomeCanceled, time.Millisecond)   // not eligible
-	if got, want := w.attainment(), 1.0/3; math.Abs(got-want) > 1e-9 {
-		t.Errorf("attainment = %v, want %v", got, want)
-	}
-	if got := testutil.ToFloat64(total); got != 3 {
-		t.Errorf("eligible requests = %v, want 3", got)
-	}
-	if got := testutil.ToFloat64(bad); got != 2 {
-		t.Errorf("violations = %v, want 2", got)
-	}
-	now = now.Add(SLOWindow / 2)
-	w.observe(th, outcomeOK, time.Millisecond)
-	if got, want := w.attainment(), 2.0/4; math.Abs(got-want) > 1e-9 {
-		t.Errorf("attainment half a window later = %v, want %v", got, want)
-	}
-	now = now.Add(SLOWindow/2 + SLOWindow/SLOWindowSlots)
-	if got := w.attainment(); got != 1 {
-		t.Errorf("attainment once the first requests left the window = %v, want 1", got)
-	}
-}
 
 // blockingWorker is an OIP v2 worker for model "m" whose inference waits until the request is
 // canceled or release is closed, then answers the sum like sumWorker.
@@ -123,7 +63,7 @@ func TestMetricsQueueBackendCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := slo.Spec{Threshold: 2 * time.Second, Target: 0.99}
-	if err := g.AddModel(Model{Name: "m", SLO: spec, Policy: &fixedPolicy{max: 1}, QueueLimit: 64}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: spec, Policy: &fixedPolicy{Max: 1}, QueueLimit: 64}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.AddInstance(context.Background(), "m", Instance{ID: "w0", Addr: w.URL}); err != nil {
@@ -151,7 +91,7 @@ func TestMetricsQueueBackendCanceled(t *testing.T) {
 	// The server notices the client's disconnect asynchronously: wait for it (the request is
 	// then answered as canceled and leaves the queue) before an instance could take it.
 	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(g.metrics.requests.WithLabelValues("m", outcomeCanceled)) != 1 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(g.metrics.Requests("m", metrics.OutcomeCanceled)) != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	close(release)
@@ -172,8 +112,8 @@ func TestMetricsQueueBackendCanceled(t *testing.T) {
 	for _, tc := range []struct {
 		outcome string
 		want    float64
-	}{{outcomeCanceled, 1}, {outcomeBadRequest, 0}, {outcomeOK, 3}} {
-		if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("m", tc.outcome)); got != tc.want {
+	}{{metrics.OutcomeCanceled, 1}, {metrics.OutcomeBadRequest, 0}, {metrics.OutcomeOK, 3}} {
+		if got := testutil.ToFloat64(g.metrics.Requests("m", tc.outcome)); got != tc.want {
 			t.Errorf("sloserve_requests_total{outcome=%q} = %v, want %v", tc.outcome, got, tc.want)
 		}
 	}
@@ -210,8 +150,8 @@ sloserve_slo_target_ratio{model="m"} 0.99
 				bounds = len(mf.Metric[0].GetHistogram().GetBucket())
 			}
 		}
-		if n != 3 || bounds != len(SLOBuckets(spec.Threshold)) {
-			t.Errorf("%s: %d observations and %d buckets, want 3 and %d", name, n, bounds, len(SLOBuckets(spec.Threshold)))
+		if n != 3 || bounds != len(metrics.SLOBuckets(spec.Threshold)) {
+			t.Errorf("%s: %d observations and %d buckets, want 3 and %d", name, n, bounds, len(metrics.SLOBuckets(spec.Threshold)))
 		}
 	}
 }

@@ -37,17 +37,10 @@ func (g *Gateway) workerTargets() []workerTarget {
 		if err != nil {
 			continue
 		}
-		ch := make(chan []workerTarget, 1)
-		if !b.control(func(time.Time) {
-			var ts []workerTarget
-			for _, in := range b.insts {
-				ts = append(ts, workerTarget{model: name, id: in.ID, addr: in.Addr})
-			}
-			ch <- ts
-		}) {
-			continue
+		insts, _ := b.Instances()
+		for _, in := range insts {
+			out = append(out, workerTarget{model: name, id: in.ID, addr: in.Addr})
 		}
-		out = append(out, <-ch...)
 	}
 	return out
 }

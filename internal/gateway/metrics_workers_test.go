@@ -41,7 +41,7 @@ func TestWorkersMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{max: 1}}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{Max: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, s := range map[string]*httptest.Server{"w1": w1, "w2": w2} {

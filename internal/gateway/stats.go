@@ -61,6 +61,6 @@ func (g *Gateway) Counters(model string) (Counters, error) {
 	}
 	s := g.liveStats(model)
 	return Counters{Arrivals: s.arrivals.Load(), Completed: s.completed.Load(), Missed: s.missed.Load(),
-		InSystem: time.Duration(s.inSystem.Load()), Batches: b.batches.Load(), Dispatched: b.dispatched.Load(),
-		Queued: b.queued.Load()}, nil
+		InSystem: time.Duration(s.inSystem.Load()), Batches: b.Batches(), Dispatched: b.Dispatched(),
+		Queued: b.Queued()}, nil
 }

@@ -45,7 +45,7 @@ func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
 				delete(w, in.ID)
 				continue
 			}
-			b.control(func(time.Time) { b.drainInstance(in.ID) })
+			b.Drain(in.ID) // an instance already gone needs no drain
 		}
 		for id, pi := range w {
 			in := Instance{ID: id, Addr: pi.Addr, MaxBatch: pi.Spec.MaxBatch}
@@ -88,24 +88,13 @@ func (g *Gateway) Watch(ctx context.Context, p InstanceLister, every time.Durati
 }
 
 // list returns the batcher's instances that take new batches; false when it has stopped.
-func (b *batcher) list() ([]Instance, bool) {
-	out := make(chan []Instance, 1)
-	if !b.control(func(time.Time) {
-		var l []Instance
-		for _, in := range b.insts {
-			if !in.draining {
-				l = append(l, in.Instance)
-			}
+func (b *served) list() ([]Instance, bool) {
+	insts, ok := b.Instances()
+	var l []Instance
+	for _, in := range insts {
+		if !in.Draining {
+			l = append(l, in.Instance)
 		}
-		out <- l
-	}) {
-		return nil, false
 	}
-	return <-out, true
-}
-
-// readyWaiter is a provider that can wait for one instance (local.Provider): a repository load
-// waits on it per launched instance.
-type readyWaiter interface {
-	WaitReady(ctx context.Context, id string) (provider.Instance, error)
+	return l, ok
 }

@@ -45,17 +45,15 @@ func weightsOf(t *testing.T, g *Gateway) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan map[string]float64, 1)
-	if !b.control(func(time.Time) {
-		w := map[string]float64{}
-		for _, in := range b.insts {
-			w[in.ID] = in.weight
-		}
-		out <- w
-	}) {
+	insts, ok := b.Instances()
+	if !ok {
 		t.Fatal("batcher stopped")
 	}
-	return <-out
+	w := map[string]float64{}
+	for _, in := range insts {
+		w[in.ID] = in.Weight
+	}
+	return w
 }
 
 // Two instances with dispatch weights 3:1 under the weighted pick share 200 requests from eight
@@ -83,7 +81,7 @@ func TestSetWeightsSplitsLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: 10 * time.Second, Target: 0.98},
-				Policy: &fixedPolicy{max: 1}, QueueLimit: 64, Slots: 16}); err != nil {
+				Policy: &fixedPolicy{Max: 1}, QueueLimit: 64, Slots: 16}); err != nil {
 				t.Fatal(err)
 			}
 			// "b" first, so that ties of the weighted pick go to the lighter instance.
@@ -168,7 +166,7 @@ func TestSetWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
-	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{max: 1}}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: &fixedPolicy{Max: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	add := func(id string) {

@@ -66,6 +66,7 @@ var floorOf = map[string]int{
 	"internal/oipgrpc":    runtime,
 	"internal/adapters":   runtime,
 	"internal/config":     runtime,
+	"internal/batcher":    runtime,
 	"internal/gateway":    runtime,
 	"internal/controller": runtime,
 	"internal/worker":     runtime,
@@ -76,6 +77,14 @@ var floorOf = map[string]int{
 	"internal/chaos":      runtime,
 	"internal/repository": runtime,
 	"internal/telemetry":  runtime,
+	// The gateway's live ensembles (fan-out to the members' batchers).
+	"internal/gateway/fanout": runtime,
+	// The gateway's model-repository manager (load, reload, unload).
+	"internal/gateway/modelrepo": runtime,
+	// The gateway's measurements (Prometheus series, Triton statistics).
+	"internal/gateway/metrics": runtime,
+	// Helpers the gateway's and the serving stack's tests share (imported by tests only).
+	"internal/gateway/gatewaytest": runtime,
 
 	"internal/sim": simulator,
 

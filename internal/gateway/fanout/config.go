@@ -1,4 +1,4 @@
-package gateway
+package fanout
 
 import (
 	"fmt"
@@ -45,17 +45,3 @@ func EnsembleFromConfig(c config.Ensemble) (Ensemble, error) {
 }
 
 func msToDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
-// AddEnsembles adds cfg's ensembles to g (after its models).
-func AddEnsembles(g *Gateway, cfg config.Config) error {
-	for _, c := range cfg.Ensembles {
-		e, err := EnsembleFromConfig(c)
-		if err != nil {
-			return err
-		}
-		if err := g.AddEnsemble(e); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -1,4 +1,4 @@
-package gateway
+package batcher
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 //
 //   - crash or connection error (nothing computed): the batch goes back to the head of the queue
 //     and is sent once more to another instance within its deadline (maxTries); the instance takes
-//     no batch for downFor; with no other instance the batch fails with 503;
+//     no batch for DownFor; with no other instance the batch fails with 503;
 //   - hang (a stopped or wedged worker) or a slow worker: an attempt that may be retried is
-//     abandoned after its hang timeout (attemptTimeout), the instance takes no batch for downFor,
+//     abandoned after its hang timeout (attemptTimeout), the instance takes no batch for DownFor,
 //     and the batch is retried like a crashed one; the last attempt is bounded by the requests'
 //     deadlines plus one SLO threshold and then fails with 504 (ErrBatchTimeout), so a hung worker
 //     holds no request for longer than twice its SLO;

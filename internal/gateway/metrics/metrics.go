@@ -1,23 +1,27 @@
-package gateway
+package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
-// metrics are the gateway's Prometheus metrics, registered on the injected Registerer.
-type metrics struct {
+// Set is the gateway's Prometheus metrics, registered on the injected Registerer.
+type Set struct {
 	requests  *prometheus.CounterVec
-	duration  *modelHistograms // SLOBuckets of each model's threshold (metrics_slo.go)
+	duration  *modelHistograms // SLOBuckets of each model's threshold (slo.go)
 	batchSize *prometheus.HistogramVec
 	queue     *prometheus.GaugeVec
 	instances *prometheus.GaugeVec
 	slo       *sloMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+// New returns the gateway's metrics registered on reg; a nil reg registers nothing.
+func New(reg prometheus.Registerer) (*Set, error) {
+	m := &Set{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sloserve_requests_total",
 			Help: "Inference requests answered by the gateway, by model and outcome.",
@@ -50,8 +54,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// modelMetrics are one model's curried metrics, looked up once so the hot path does not hash labels.
-type modelMetrics struct {
+// Model is one model's curried metrics, looked up once so the hot path does not hash labels,
+// and its Triton statistics. It observes the model's batcher (batcher.Observer).
+type Model struct {
 	outcome   map[string]prometheus.Counter
 	duration  prometheus.Observer
 	batchSize prometheus.Observer
@@ -61,11 +66,13 @@ type modelMetrics struct {
 	queueWait prometheus.Observer
 	backend   prometheus.Observer
 	slo       *sloWindow
+	tstats    tritonStats // Triton's statistics (ModelStatistics)
 }
 
-func (m *metrics) forModel(model string, spec slo.Spec) *modelMetrics {
-	mm := &modelMetrics{
-		outcome:   make(map[string]prometheus.Counter, len(outcomes)),
+// ForModel returns model's metrics, its SLO series set from spec.
+func (m *Set) ForModel(model string, spec slo.Spec) *Model {
+	mm := &Model{
+		outcome:   make(map[string]prometheus.Counter, len(Outcomes)),
 		duration:  m.duration.forModel(model, spec.Threshold),
 		queueWait: m.slo.queueWait.forModel(model, spec.Threshold),
 		backend:   m.slo.backend.forModel(model, spec.Threshold),
@@ -75,8 +82,43 @@ func (m *metrics) forModel(model string, spec slo.Spec) *modelMetrics {
 		ready:     m.instances.WithLabelValues(model, "ready"),
 		draining:  m.instances.WithLabelValues(model, "draining"),
 	}
-	for _, o := range outcomes {
+	for _, o := range Outcomes {
 		mm.outcome[o] = m.requests.WithLabelValues(model, o)
 	}
 	return mm
+}
+
+// Requests returns the counter of model's answers of outcome (sloserve_requests_total).
+func (m *Set) Requests(model, outcome string) prometheus.Counter {
+	return m.requests.WithLabelValues(model, outcome)
+}
+
+// Answer counts one answered inference request of outcome that took elapsed, against the
+// model's SLO threshold.
+func (mm *Model) Answer(threshold time.Duration, outcome string, elapsed time.Duration) {
+	mm.outcome[outcome].Inc()
+	if outcome == OutcomeOK { // like Triton's request duration: successes only (failures are counted by outcome)
+		mm.duration.Observe(elapsed.Seconds())
+	}
+	mm.slo.observe(threshold, outcome, elapsed)
+}
+
+// Request records one answered request of rows rows in the Triton statistics.
+func (mm *Model) Request(rows int64, arrival, done time.Time, err error) {
+	mm.tstats.request(rows, arrival, done, err)
+}
+
+// Statistics are the model's statistics in Triton's terms (name and version left to the caller).
+func (mm *Model) Statistics() oip.ModelStatistics { return mm.tstats.snapshot() }
+
+// Drop deletes a removed model's series, so that a retired repository generation's gauges do
+// not stay at their last values (and its label values do not pile up across reloads).
+func (m *Set) Drop(model string) {
+	l := prometheus.Labels{"model": model}
+	m.requests.DeletePartialMatch(l)
+	m.duration.drop(model)
+	m.slo.drop(model)
+	m.batchSize.DeletePartialMatch(l)
+	m.queue.DeletePartialMatch(l)
+	m.instances.DeletePartialMatch(l)
 }

@@ -1,10 +1,10 @@
-package gateway
+package fanout
 
 import "container/list"
 
 // lru is a bounded map evicting the least recently put or got entry: the ensembles' answered
 // requests kept for label feedback (by request id) and their per-constraint selection state.
-// Not safe for concurrent use (ensembleRT.mu guards it).
+// Not safe for concurrent use (Runtime.mu guards it).
 type lru[K comparable, V any] struct {
 	cap   int
 	order *list.List // front: most recent

@@ -1,9 +1,10 @@
-package gateway
+package fanout
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/ensemble"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -47,7 +49,7 @@ const (
 
 // memberDownFor is how long a member whose sub-request failed (503/502, not a late answer) is
 // left out of fan-outs: the batcher's own downFor for an unreachable instance.
-const memberDownFor = downFor
+const memberDownFor = batcher.DownFor
 
 // readyTTL bounds how stale a member's "has instances" flag may be.
 const readyTTL = 100 * time.Millisecond
@@ -85,8 +87,8 @@ type Ensemble struct {
 	Clock func() time.Time
 }
 
-// EnsembleStats are an ensemble's counters and current state.
-type EnsembleStats struct {
+// Stats are an ensemble's counters and current state.
+type Stats struct {
 	// Requests is the number of ensemble requests answered with a vote; Failed those answered
 	// with an error (no vote).
 	Requests, Failed int64
@@ -107,20 +109,44 @@ type EnsembleStats struct {
 }
 
 // MeanMembers returns Invocations / requests asked (answered or failed).
-func (s EnsembleStats) MeanMembers() float64 {
+func (s Stats) MeanMembers() float64 {
 	if n := s.Requests + s.Failed; n > 0 {
 		return float64(s.Invocations) / float64(n)
 	}
 	return 0
 }
 
-// ensembleSet holds the gateway's ensembles; its zero value is empty and ready.
-type ensembleSet struct {
-	mu  sync.Mutex // serialises add
-	all atomic.Pointer[map[string]*ensembleRT]
+// Members is what ensembles need of the gateway that serves their members.
+type Members interface {
+	// Infer answers one member sub-request (c.Model is the member).
+	Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error)
+	// Instances returns the ids of a member's instances that take new batches.
+	Instances(model string) ([]string, error)
+	// ModelReady reports whether a member can answer now.
+	ModelReady(ctx context.Context, model, version string) (bool, error)
+	// Metadata returns a served model's metadata (nil until known), or the error that it is not
+	// served.
+	Metadata(model string) (*oip.ModelMetadata, error)
 }
 
-func (s *ensembleSet) get(name string) (*ensembleRT, bool) {
+// Set holds a gateway's ensembles.
+type Set struct {
+	members Members
+	log     *slog.Logger
+	mu      sync.Mutex // serialises Add
+	all     atomic.Pointer[map[string]*Runtime]
+}
+
+// NewSet returns an empty Set whose ensembles fan out to members; a nil log discards.
+func NewSet(members Members, log *slog.Logger) *Set {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Set{members: members, log: log}
+}
+
+// Get returns the ensemble called name.
+func (s *Set) Get(name string) (*Runtime, bool) {
 	m := s.all.Load()
 	if m == nil {
 		return nil, false
@@ -129,7 +155,8 @@ func (s *ensembleSet) get(name string) (*ensembleRT, bool) {
 	return e, ok
 }
 
-func (s *ensembleSet) names() []string {
+// Names returns the ensembles' names, sorted.
+func (s *Set) Names() []string {
 	m := s.all.Load()
 	if m == nil {
 		return nil
@@ -142,10 +169,10 @@ func (s *ensembleSet) names() []string {
 	return out
 }
 
-// ensembleRT is a live ensemble. Selection, weights, popularity and the LRU are plain values of
+// Runtime is a live ensemble. Selection, weights, popularity and the LRU are plain values of
 // the ensemble package owned by one goroutine each; mu serialises them across requests.
-type ensembleRT struct {
-	g       *Gateway
+type Runtime struct {
+	g       Members
 	spec    Ensemble
 	models  []ensemble.Model // most accurate first
 	cache   *ensemble.Cache
@@ -180,12 +207,12 @@ type readyMark struct {
 	at time.Time
 }
 
-// AddEnsemble starts serving an ensemble over models the gateway already serves.
-func (g *Gateway) AddEnsemble(e Ensemble) error {
+// Add starts serving an ensemble over models the gateway already serves.
+func (s *Set) Add(e Ensemble) error {
 	if e.Name == "" {
 		return errors.New("add ensemble: name must not be empty")
 	}
-	if _, err := g.batcher(e.Name); err == nil {
+	if _, err := s.members.Metadata(e.Name); err == nil {
 		return fmt.Errorf("add ensemble %s: a model has that name", e.Name)
 	}
 	if len(e.Members) == 0 {
@@ -196,7 +223,7 @@ func (g *Gateway) AddEnsemble(e Ensemble) error {
 		if err := m.Validate(); err != nil {
 			return fmt.Errorf("add ensemble %s: %w", e.Name, err)
 		}
-		if _, err := g.batcher(m.Name); err != nil {
+		if _, err := s.members.Metadata(m.Name); err != nil {
 			return fmt.Errorf("add ensemble %s: member %w", e.Name, err)
 		}
 		if seen[m.Name] {
@@ -226,7 +253,7 @@ func (g *Gateway) AddEnsemble(e Ensemble) error {
 	if e.FeedbackEntries == 0 {
 		e.FeedbackEntries = config.DefaultFeedbackEntries
 	}
-	rt := &ensembleRT{g: g, spec: e, cache: ensemble.NewCache(), clock: e.Clock,
+	rt := &Runtime{g: s.members, spec: e, cache: ensemble.NewCache(), clock: e.Clock,
 		constraints: newLRU[ensemble.Constraint, *constraintState](maxConstraints),
 		weights:     ensemble.NewClassWeights(ensemble.Precision, 0), pop: ensemble.NewPopularity(e.Config.PopularityWindow),
 		recent: newLRU[string, recentRequest](e.FeedbackEntries), down: map[string]time.Time{}, ready: map[string]readyMark{}}
@@ -238,41 +265,30 @@ func (g *Gateway) AddEnsemble(e Ensemble) error {
 	for _, m := range rt.models {
 		rt.weights.SetPrior(m.Name, m.Accuracy)
 	}
-	g.ens.mu.Lock()
-	defer g.ens.mu.Unlock()
-	old := map[string]*ensembleRT{}
-	if p := g.ens.all.Load(); p != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := map[string]*Runtime{}
+	if p := s.all.Load(); p != nil {
 		old = *p
 	}
 	if _, ok := old[e.Name]; ok {
 		return fmt.Errorf("add ensemble %s: already served", e.Name)
 	}
-	next := make(map[string]*ensembleRT, len(old)+1)
+	next := make(map[string]*Runtime, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
 	next[e.Name] = rt
-	g.ens.all.Store(&next)
-	g.log.Info("ensemble added", "ensemble", e.Name, "members", len(e.Members), "selection", e.Selection, "voting", e.Voting)
+	s.all.Store(&next)
+	s.log.Info("ensemble added", "ensemble", e.Name, "members", len(e.Members), "selection", e.Selection, "voting", e.Voting)
 	return nil
 }
 
-// EnsembleNames returns the names of the served ensembles, sorted.
-func (g *Gateway) EnsembleNames() []string { return g.ens.names() }
-
-// EnsembleStats returns an ensemble's counters, its members' importance weights (for the
+// Stats returns the ensemble's counters, its members' importance weights (for the
 // controller's weighted autoscaling, Alg. 2) and its current selections.
-func (g *Gateway) EnsembleStats(name string) (EnsembleStats, error) {
-	e, ok := g.ens.get(name)
-	if !ok {
-		return EnsembleStats{}, fmt.Errorf("%w: ensemble %q", ErrModelNotFound, name)
-	}
-	return e.stats(), nil
-}
-
-func (e *ensembleRT) stats() EnsembleStats {
+func (e *Runtime) Stats() Stats {
 	c := &e.counter
-	s := EnsembleStats{Requests: c.requests.Load(), Failed: c.failed.Load(), Invocations: c.invocations.Load(),
+	s := Stats{Requests: c.requests.Load(), Failed: c.failed.Load(), Invocations: c.invocations.Load(),
 		Votes: c.votes.Load(), Late: c.late.Load(), MemberErrors: c.memberErrors.Load(), Feedback: c.feedback.Load(),
 		Selections: map[string][]string{}, Reasons: map[string]string{}}
 	s.CacheHits, s.CacheMisses = e.cache.Stats()
@@ -295,7 +311,7 @@ func (e *ensembleRT) stats() EnsembleStats {
 // client chose are bucketed (bucketLatency, bucketAccuracy) so that clients cannot make the
 // ensemble keep state for any number of distinct constraints; the request's deadline still
 // comes from its own latency.
-func (e *ensembleRT) constraint(s oip.RequestSLO) ensemble.Constraint {
+func (e *Runtime) constraint(s oip.RequestSLO) ensemble.Constraint {
 	k := e.spec.Default
 	if s.Latency > 0 && s.Latency != k.Latency {
 		k.Latency = bucketLatency(s.Latency)
@@ -322,7 +338,7 @@ func bucketAccuracy(a float64) float64 {
 }
 
 // choose returns the members to ask for constraint k at now (selection time).
-func (e *ensembleRT) choose(k ensemble.Constraint, now time.Time) ([]string, error) {
+func (e *Runtime) choose(k ensemble.Constraint, now time.Time) ([]string, error) {
 	sel, err := e.cache.SelectCached(e.spec.Members, k, e.spec.Config)
 	if err != nil {
 		return nil, err
@@ -365,7 +381,7 @@ func (c candidates) names() []string {
 
 // asked filters the chosen members to those usable at t (real time): members with instances
 // and not recently failed; when none is usable, every chosen member is asked.
-func (e *ensembleRT) asked(chosen []string, t time.Time) []string {
+func (e *Runtime) asked(chosen []string, t time.Time) []string {
 	out := make([]string, 0, len(chosen))
 	for _, m := range chosen {
 		if e.usable(m, t) {
@@ -378,7 +394,7 @@ func (e *ensembleRT) asked(chosen []string, t time.Time) []string {
 	return out
 }
 
-func (e *ensembleRT) usable(m string, t time.Time) bool {
+func (e *Runtime) usable(m string, t time.Time) bool {
 	e.mu.Lock()
 	until, rm := e.down[m], e.ready[m]
 	e.mu.Unlock()
@@ -404,7 +420,7 @@ type memberAnswer struct {
 }
 
 // infer serves one ensemble request.
-func (e *ensembleRT) infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
+func (e *Runtime) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceResponse, error) {
 	rows, err := oip.Rows(c.Request)
 	if err != nil {
 		return nil, err
@@ -490,11 +506,11 @@ wait:
 // memberFailed reports whether a member's error means the member is failing (as opposed to a
 // late answer or a shed request).
 func memberFailed(err error) bool {
-	var bg *BadGatewayError
+	var bg *batcher.BadGatewayError
 	return errors.Is(err, oip.ErrUnavailable) || errors.As(err, &bg)
 }
 
-func (e *ensembleRT) markDown(m string, t time.Time) {
+func (e *Runtime) markDown(m string, t time.Time) {
 	e.mu.Lock()
 	e.down[m] = t.Add(memberDownFor)
 	e.mu.Unlock()
@@ -513,7 +529,7 @@ type recentRequest struct {
 }
 
 // vote decodes the members' answers, votes each row and builds the ensemble's answer.
-func (e *ensembleRT) vote(id string, k ensemble.Constraint, ask []string, got map[string]memberAnswer, rows int) (*oip.InferenceResponse, error) {
+func (e *Runtime) vote(id string, k ensemble.Constraint, ask []string, got map[string]memberAnswer, rows int) (*oip.InferenceResponse, error) {
 	type scores struct {
 		model  string
 		data   []float32
@@ -630,15 +646,7 @@ type FeedbackResult struct {
 // weights learnt at run time; Alg. 1's interval accuracy). Each remembered request learns once;
 // unknown ids are reported, not errors. A label out of range or a row count that does not match
 // is an error wrapping oip.ErrBadRequest, and nothing is learnt.
-func (g *Gateway) Feedback(ensembleName string, labels []Label) (FeedbackResult, error) {
-	e, ok := g.ens.get(ensembleName)
-	if !ok {
-		return FeedbackResult{}, fmt.Errorf("%w: ensemble %q", ErrModelNotFound, ensembleName)
-	}
-	return e.feedback(labels)
-}
-
-func (e *ensembleRT) feedback(labels []Label) (FeedbackResult, error) {
+func (e *Runtime) Feedback(labels []Label) (FeedbackResult, error) {
 	var res FeedbackResult
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -694,26 +702,27 @@ func (e *ensembleRT) feedback(labels []Label) (FeedbackResult, error) {
 	return res, nil
 }
 
-// metadata is the first member's metadata under the ensemble's name.
-func (e *ensembleRT) metadata() (*oip.ModelMetadata, error) {
+// Metadata is the first member's metadata under the ensemble's name; false while no member's
+// is known.
+func (e *Runtime) Metadata() (*oip.ModelMetadata, bool) {
 	for _, m := range e.models {
-		b, err := e.g.batcher(m.Name)
+		md, err := e.g.Metadata(m.Name)
 		if err != nil {
 			continue
 		}
-		if md := b.md.Load(); md != nil {
+		if md != nil {
 			out := *md
 			out.Name = e.spec.Name
 			out.Versions = nil
 			out.Platform = "sloserve-ensemble"
-			return &out, nil
+			return &out, true
 		}
 	}
-	return nil, ErrNoMetadata
+	return nil, false
 }
 
-// isReady reports whether any member has an instance.
-func (e *ensembleRT) isReady(ctx context.Context) bool {
+// Ready reports whether any member has an instance.
+func (e *Runtime) Ready(ctx context.Context) bool {
 	for _, m := range e.models {
 		if ok, _ := e.g.ModelReady(ctx, m.Name, ""); ok {
 			return true
@@ -722,13 +731,13 @@ func (e *ensembleRT) isReady(ctx context.Context) bool {
 	return false
 }
 
-// ensembleIndex lists the ensembles for the repository index.
-func (g *Gateway) ensembleIndex(ctx context.Context) []oip.RepositoryIndexEntry {
+// Index lists the ensembles for the repository index.
+func (s *Set) Index(ctx context.Context) []oip.RepositoryIndexEntry {
 	var out []oip.RepositoryIndexEntry
-	for _, n := range g.ens.names() {
-		e, _ := g.ens.get(n)
+	for _, n := range s.Names() {
+		e, _ := s.Get(n)
 		state := oip.StateReady
-		if !e.isReady(ctx) {
+		if !e.Ready(ctx) {
 			state = oip.StateUnavailable
 		}
 		out = append(out, oip.RepositoryIndexEntry{Name: n, State: state})

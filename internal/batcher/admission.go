@@ -1,4 +1,4 @@
-package gateway
+package batcher
 
 import (
 	"fmt"
@@ -29,22 +29,11 @@ import (
 var ErrCannotMeetDeadline = fmt.Errorf("gateway: the queue ahead cannot be served before the deadline: %w", oip.ErrOverloaded)
 
 // The estimator's arithmetic is internal/admission's (Admit, Estimator): the one admission
-// estimator, which the simulator applies to every simulated request too. The gateway keeps it
+// estimator, which the simulator applies to every simulated request too. The batcher keeps it
 // behind atomics (estimator) so that arriving requests read it while the batcher writes it.
 
 // BatchCost is admission.BatchCost.
 type BatchCost = admission.BatchCost
-
-// AdmissionFacts is admission.Facts.
-type AdmissionFacts = admission.Facts
-
-// Admission is admission.Verdict.
-type Admission = admission.Verdict
-
-// Admit is admission.Admit.
-func Admit(f AdmissionFacts, deadline, now time.Time) Admission {
-	return admission.Admit(f, deadline, now)
-}
 
 // probeEvery is how often admission lets a refused request through as a probe when no batch has
 // completed for that long: a stale estimate is refreshed by the probe's own batch.
@@ -110,14 +99,14 @@ func (e *estimator) observe(rows int64, rtt time.Duration) {
 
 // facts are the admission facts for a request of rows rows arriving at now with queued
 // requests waiting (itself included).
-func (e *estimator) facts(queued int, rows int64, budget time.Duration, now time.Time) AdmissionFacts {
+func (e *estimator) facts(queued int, rows int64, budget time.Duration, now time.Time) admission.Facts {
 	busy := int(e.busy.Load())
 	left := time.Duration(e.busyLeft.Load())
 	if at := e.busyAt.Load(); at > 0 && busy > 0 {
 		// The batches in flight have run since the batcher last summed them.
 		left = max(left-time.Duration(busy)*max(now.Sub(time.Unix(0, at)), 0), 0)
 	}
-	return AdmissionFacts{Queued: queued, QueuedRows: e.rows.Load(), Rows: rows, MaxBatch: int(e.maxBatch.Load()),
+	return admission.Facts{Queued: queued, QueuedRows: e.rows.Load(), Rows: rows, MaxBatch: int(e.maxBatch.Load()),
 		Slots: int(e.slots.Load()), Busy: busy, BusyLeft: left, Cost: e.cost(), Budget: budget, Margin: e.marginFrac()}
 }
 

@@ -1,6 +1,7 @@
-package gateway
+package metrics
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"sort"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sloserve/sloserve/internal/batcher"
 )
 
 // SLOBuckets returns histogram bucket upper bounds, in seconds, aligned to an SLO threshold:
@@ -110,10 +113,10 @@ type sloWindow struct {
 // errors and cancellations are not the server's to meet and are left out; any other failure,
 // refusal or time-out is a violation, as is a success slower than the threshold.
 func (w *sloWindow) observe(threshold time.Duration, outcome string, elapsed time.Duration) {
-	if w == nil || outcome == outcomeBadRequest || outcome == outcomeCanceled {
+	if w == nil || outcome == OutcomeBadRequest || outcome == OutcomeCanceled {
 		return
 	}
-	good := outcome == outcomeOK && elapsed <= threshold
+	good := outcome == OutcomeOK && elapsed <= threshold
 	w.total.Inc()
 	if !good {
 		w.bad.Inc()
@@ -221,17 +224,30 @@ func (m *sloMetrics) window(model string, threshold time.Duration, target float6
 	return w
 }
 
-// observeFlight records the queue wait and the backend round trip of each request of a batch
-// that was answered (not one sent back to the queue for a retry).
-func (mm *modelMetrics) observeFlight(f *flight) {
-	if f.retry || f.completed.IsZero() {
-		return
-	}
-	rt := f.completed.Sub(f.dispatched).Seconds()
-	for _, c := range f.calls {
-		mm.queueWait.Observe(f.dispatched.Sub(c.arrival).Seconds())
-		mm.backend.Observe(rt)
-	}
+var _ batcher.Observer = (*Model)(nil)
+
+// Answered implements batcher.Observer: the queue wait and the backend round trip of a request of
+// a batch that was answered (not one sent back to the queue for a retry).
+func (mm *Model) Answered(wait, rtt time.Duration) {
+	mm.queueWait.Observe(wait.Seconds())
+	mm.backend.Observe(rtt.Seconds())
+}
+
+// QueueLength implements batcher.Observer.
+func (mm *Model) QueueLength(n int) { mm.queue.Set(float64(n)) }
+
+// BatchSize implements batcher.Observer.
+func (mm *Model) BatchSize(n int) { mm.batchSize.Observe(float64(n)) }
+
+// InstanceCounts implements batcher.Observer.
+func (mm *Model) InstanceCounts(ready, draining int) {
+	mm.ready.Set(float64(ready))
+	mm.draining.Set(float64(draining))
+}
+
+// Executed implements batcher.Observer: Triton's per-batch statistics.
+func (mm *Model) Executed(rows int64, rtt time.Duration, waits iter.Seq[time.Duration]) {
+	mm.tstats.batch(rows, rtt, waits)
 }
 
 // drop forgets model's histogram (a retired repository generation).

@@ -1,10 +1,11 @@
-package gateway
+package batcher
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -111,16 +113,19 @@ type flight struct {
 const (
 	// maxTries is how many times a request is sent before an unreachable instance fails it.
 	maxTries = 2
-	// downFor is how long an unreachable instance takes no batch.
-	downFor = time.Second
+	// DownFor is how long an unreachable instance takes no batch.
+	DownFor = time.Second
 )
 
-// batcher owns one model's queue. Its run goroutine is the only one that touches the queue,
+// Batcher owns one model's queue. Its run goroutine is the only one that touches the queue,
 // the instances and the policy: the size-or-deadline loop with a resettable timer of
 // prometheus storage/remote/queue_manager.go's runShard, with the decisions delegated to a
 // batching.Policy (Decide on arrival, completion and timer; Observe on completion).
-type batcher struct {
-	g       *Gateway
+type Batcher struct {
+	backend Backend
+	timeout time.Duration // bounds every attempt (Config.Timeout)
+	log     *slog.Logger
+	obs     Observer
 	name    string
 	spec    slo.Spec
 	policy  batching.Policy
@@ -128,12 +133,10 @@ type batcher struct {
 	slots   int
 	bytes   int64 // the largest batch, in tensor bytes (Model.MaxBatchBytes)
 	maxRows int64 // the most rows of one request (Model.MaxRows); 0: no bound
-	m       *modelMetrics
 	picker  dispatch.Picker
 	md      atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
-	tstats              tritonStats  // Triton's statistics (ModelStatistics)
 	est                 estimator    // batch time, max batch and slots, for admission and timeouts
 
 	in          chan *call
@@ -159,11 +162,14 @@ type batcher struct {
 	flights  sync.WaitGroup
 }
 
-func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
-	b := &batcher{
-		g: g, name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: picker,
+// New returns the batcher of c.Model (validated by the caller, its limits defaulted); Run starts
+// its goroutine.
+func New(c Config) *Batcher {
+	m := c.Model
+	b := &Batcher{
+		backend: c.Backend, timeout: c.Timeout, log: c.Log, obs: c.Observer,
+		name: m.Name, spec: m.SLO, policy: m.Policy, limit: m.QueueLimit, slots: m.Slots, picker: c.Picker,
 		bytes: m.MaxBatchBytes, maxRows: m.MaxRows,
-		m:           g.metrics.forModel(m.Name, m.SLO),
 		in:          make(chan *call, m.QueueLimit),
 		ctrl:        make(chan func(time.Time)),
 		completions: make(chan *flight, 64),
@@ -182,19 +188,19 @@ func newBatcher(g *Gateway, m Model, picker dispatch.Picker) *batcher {
 }
 
 // enter counts a call into the queue's totals; leave takes it out.
-func (b *batcher) enter(c *call) int64 {
+func (b *Batcher) enter(c *call) int64 {
 	b.est.rows.Add(c.rows)
 	return b.queued.Add(1)
 }
 
-func (b *batcher) leave(c *call) {
+func (b *Batcher) leave(c *call) {
 	b.queued.Add(-1)
 	b.est.rows.Add(-c.rows)
 }
 
-// submit queues req (rows rows, bytes bytes of tensor data) and waits for its answer (or for
+// Submit queues req (rows rows, bytes bytes of tensor data) and waits for its answer (or for
 // ctx to end). The request's deadline is arrival + timeout.
-func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, rows, bytes int64, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
+func (b *Batcher) Submit(ctx context.Context, req *oip.InferenceRequest, rows, bytes int64, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
 	c := &call{ctx: ctx, req: req, rows: max(rows, 1), bytes: bytes, arrival: arrival, deadline: arrival.Add(timeout),
 		done: make(chan result, 1), lead: make(chan *flight, 1)}
 	if b.enter(c) > int64(b.limit) {
@@ -202,7 +208,7 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, rows, b
 		return nil, ErrQueueFull
 	}
 	now := time.Now()
-	a := Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now)
+	a := admission.Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now)
 	if !a.Admit && !b.est.probe(now) {
 		b.leave(c)
 		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, a.RetryAfter)
@@ -237,8 +243,8 @@ func (b *batcher) submit(ctx context.Context, req *oip.InferenceRequest, rows, b
 	}
 }
 
-// control runs f on the batcher goroutine; it reports false when the batcher has stopped.
-func (b *batcher) control(f func(now time.Time)) bool {
+// Control runs f on the batcher goroutine; it reports false when the batcher has stopped.
+func (b *Batcher) Control(f func(now time.Time)) bool {
 	select {
 	case b.ctrl <- f:
 		return true
@@ -247,8 +253,8 @@ func (b *batcher) control(f func(now time.Time)) bool {
 	}
 }
 
-// run is the batcher goroutine.
-func (b *batcher) run() {
+// Run is the batcher goroutine; the caller starts it once (go b.Run()).
+func (b *Batcher) Run() {
 	defer close(b.exited)
 	b.timer = time.NewTimer(time.Hour)
 	b.timer.Stop()
@@ -279,7 +285,7 @@ func (b *batcher) run() {
 
 // step expires overdue requests, then asks the policy until it says wait or no slot is free,
 // and arms the timer for the policy's next question or the earliest deadline.
-func (b *batcher) step(now time.Time) {
+func (b *Batcher) step(now time.Time) {
 	earliest := b.expire(now)
 	var next time.Time
 	for len(b.q) > 0 {
@@ -305,7 +311,7 @@ func (b *batcher) step(now time.Time) {
 		}
 		earliest = b.earliestDeadline()
 	}
-	b.m.queue.Set(float64(len(b.q)))
+	b.obs.QueueLength(len(b.q))
 	maxBatch := b.policy.MaxBatch()
 	for _, in := range b.insts {
 		if in.MaxWait > 0 && in.usable(now) {
@@ -350,7 +356,7 @@ func (b *batcher) step(now time.Time) {
 
 // expire answers waiting requests whose deadline has passed (504) or whose client has gone,
 // keeping the others in order, and returns the earliest remaining deadline.
-func (b *batcher) expire(now time.Time) time.Time {
+func (b *Batcher) expire(now time.Time) time.Time {
 	var earliest time.Time
 	kept := b.q[:0]
 	for _, c := range b.q {
@@ -374,7 +380,7 @@ func (b *batcher) expire(now time.Time) time.Time {
 	return earliest
 }
 
-func (b *batcher) earliestDeadline() time.Time {
+func (b *Batcher) earliestDeadline() time.Time {
 	var earliest time.Time
 	for _, c := range b.q {
 		if earliest.IsZero() || c.deadline.Before(earliest) {
@@ -385,7 +391,7 @@ func (b *batcher) earliestDeadline() time.Time {
 }
 
 // free is the number of batches the model's instances can take now.
-func (b *batcher) free(now time.Time) int {
+func (b *Batcher) free(now time.Time) int {
 	n := 0
 	for _, in := range b.insts {
 		if in.MaxWait == 0 && in.usable(now) && in.outstanding < in.Slots {
@@ -398,7 +404,7 @@ func (b *batcher) free(now time.Time) int {
 // dispatch sends the oldest n waiting requests (the longest prefix whose tensors can be
 // concatenated) as one batch to the instance the dispatch picker chooses among those the
 // model's policy batches for (no MaxWait of their own); false means the picker chose none.
-func (b *batcher) dispatch(n int, now time.Time) bool {
+func (b *Batcher) dispatch(n int, now time.Time) bool {
 	return b.dispatchTo(n, now, func(in *backendInst) bool { return in.MaxWait == 0 })
 }
 
@@ -407,7 +413,7 @@ func (b *batcher) dispatch(n int, now time.Time) bool {
 // due: the queue holds its b, or the oldest request has waited its timeout. Several due
 // instances are chosen among by the dispatch picker (their α-band weights). It returns false
 // when none is due, and otherwise the time the next one falls due is re-evaluated by the caller.
-func (b *batcher) ownBatch(now time.Time) bool {
+func (b *Batcher) ownBatch(now time.Time) bool {
 	if len(b.q) == 0 {
 		return false
 	}
@@ -425,7 +431,7 @@ func (b *batcher) ownBatch(now time.Time) bool {
 
 // ownWake is when the oldest waiting request's wait reaches the batch timeout of a free instance
 // that batches on its own; zero when there is none.
-func (b *batcher) ownWake(now time.Time) time.Time {
+func (b *Batcher) ownWake(now time.Time) time.Time {
 	if len(b.q) == 0 {
 		return time.Time{}
 	}
@@ -441,7 +447,7 @@ func (b *batcher) ownWake(now time.Time) time.Time {
 }
 
 // dispatchTo is dispatch over the instances eligible says may take the batch.
-func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) bool) bool {
+func (b *Batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) bool) bool {
 	b.snap = b.snap[:0]
 	for _, in := range b.insts {
 		free := in.Slots - in.outstanding
@@ -477,7 +483,7 @@ func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) b
 		rows += c.rows
 	}
 	inst.outstanding++
-	b.m.batchSize.Observe(float64(take))
+	b.obs.BatchSize(take)
 	b.batches.Add(1)
 	b.dispatched.Add(int64(take))
 	// A first attempt may give up early (attemptTimeout) only when another instance could take
@@ -501,16 +507,16 @@ func (b *batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) b
 // send runs on the goroutine of the batch's first request (or its own, when that client has
 // gone): it calls the backend, answers every request of the batch and reports the completion
 // to the batcher.
-func (b *batcher) send(f *flight) {
+func (b *Batcher) send(f *flight) {
 	defer b.flights.Done()
 	n := len(f.calls)
 	reqs := make([]*oip.InferenceRequest, n)
 	for i, c := range f.calls {
 		reqs[i] = c.req
 	}
-	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.g.timeout, latestDeadline(f.calls), f.dispatched)
+	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.timeout, latestDeadline(f.calls), f.dispatched)
 	ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, f.calls[0].ctx), limit) // the first request's trace continues at the worker
-	resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	resps, err := b.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
 	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
 	f.completed = time.Now()
@@ -560,13 +566,13 @@ func (b *batcher) send(f *flight) {
 
 // sendEach answers each request of f with its own batch of one, concurrently, on the same
 // instance, each bounded by limit.
-func (b *batcher) sendEach(f *flight, limit time.Duration) {
+func (b *Batcher) sendEach(f *flight, limit time.Duration) {
 	var wg sync.WaitGroup
 	for _, c := range f.calls {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, c.ctx), limit)
 			defer cancel()
-			resps, err := b.g.backend.Infer(ctx, f.inst.Addr, b.name, []*oip.InferenceRequest{c.req})
+			resps, err := b.backend.Infer(ctx, f.inst.Addr, b.name, []*oip.InferenceRequest{c.req})
 			switch {
 			case err != nil:
 				c.done <- result{err: backendError(err, 1)}
@@ -592,8 +598,8 @@ const healthTimeout = 250 * time.Millisecond
 
 // alive reports whether the instance at addr answers a health check within healthTimeout; a
 // backend that cannot check (no Checker) reports false, which benches the instance as before.
-func (b *batcher) alive(addr string) bool {
-	hc, ok := b.g.backend.(Checker)
+func (b *Batcher) alive(addr string) bool {
+	hc, ok := b.backend.(Checker)
 	if !ok {
 		return false
 	}
@@ -621,8 +627,8 @@ func annotate(r *oip.InferenceResponse, n int) *oip.InferenceResponse {
 }
 
 // complete records a finished batch: frees the slot, finishes a drain, tells the policy.
-func (b *batcher) complete(f *flight) {
-	b.m.observeFlight(f)
+func (b *Batcher) complete(f *flight) {
+	b.observeFlight(f)
 	f.inst.outstanding--
 	if i := slices.Index(f.inst.flights, f); i >= 0 {
 		f.inst.flights = slices.Delete(f.inst.flights, i, i+1)
@@ -630,7 +636,7 @@ func (b *batcher) complete(f *flight) {
 	switch {
 	case !f.failed:
 		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
-		b.tstats.batch(f.rows, f.completed.Sub(f.dispatched), func(yield func(time.Duration) bool) {
+		b.obs.Executed(f.rows, f.completed.Sub(f.dispatched), func(yield func(time.Duration) bool) {
 			for _, c := range f.calls {
 				if !yield(f.dispatched.Sub(c.arrival)) {
 					return
@@ -645,7 +651,7 @@ func (b *batcher) complete(f *flight) {
 		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
 	}
 	if f.hung && !f.alive {
-		f.inst.downUntil = time.Now().Add(downFor) // its last attempt timed out: a hung instance
+		f.inst.downUntil = time.Now().Add(DownFor) // its last attempt timed out: a hung instance
 	}
 	if f.inst.draining && f.inst.outstanding == 0 {
 		b.removeInstance(f.inst)
@@ -653,14 +659,14 @@ func (b *batcher) complete(f *flight) {
 	if f.retry {
 		now := time.Now()
 		if !f.alive {
-			f.inst.downUntil = now.Add(downFor)
+			f.inst.downUntil = now.Add(DownFor)
 		}
 		other := false
 		for _, in := range b.insts {
 			other = other || in.usable(now)
 		}
 		if other {
-			b.g.log.Warn("instance unreachable; its batch goes to another", "model", b.name, "instance", f.inst.ID, "requests", len(f.calls))
+			b.log.Warn("instance unreachable; its batch goes to another", "model", b.name, "instance", f.inst.ID, "requests", len(f.calls))
 			for _, c := range f.calls {
 				c.state.Store(callWaiting)
 			}
@@ -685,7 +691,7 @@ func (b *batcher) complete(f *flight) {
 		Arrivals: b.arrivals, Failed: f.failed}, time.Now())
 }
 
-func (b *batcher) addInstance(in Instance) error {
+func (b *Batcher) addInstance(in Instance) error {
 	for _, x := range b.insts {
 		if x.ID == in.ID {
 			return fmt.Errorf("add instance %s to %s: already present", in.ID, b.name)
@@ -697,7 +703,7 @@ func (b *batcher) addInstance(in Instance) error {
 }
 
 // setWeights sets the dispatch weight of each listed instance the batcher has; w is valid.
-func (b *batcher) setWeights(w map[string]float64) {
+func (b *Batcher) setWeights(w map[string]float64) {
 	for _, x := range b.insts {
 		if v, ok := w[x.ID]; ok {
 			x.weight = v
@@ -707,7 +713,7 @@ func (b *batcher) setWeights(w map[string]float64) {
 
 // drainInstance marks an instance draining and returns a channel closed once it has no batch
 // in flight.
-func (b *batcher) drainInstance(id string) (chan struct{}, error) {
+func (b *Batcher) drainInstance(id string) (chan struct{}, error) {
 	for _, x := range b.insts {
 		if x.ID != id {
 			continue
@@ -729,7 +735,7 @@ func (b *batcher) drainInstance(id string) (chan struct{}, error) {
 
 var errUnknownInstance = errors.New("unknown instance")
 
-func (b *batcher) removeInstance(x *backendInst) {
+func (b *Batcher) removeInstance(x *backendInst) {
 	for i, y := range b.insts {
 		if y == x {
 			b.insts = append(b.insts[:i], b.insts[i+1:]...)
@@ -740,7 +746,7 @@ func (b *batcher) removeInstance(x *backendInst) {
 	b.countInstances()
 }
 
-func (b *batcher) countInstances() {
+func (b *Batcher) countInstances() {
 	ready, draining := 0, 0
 	for _, x := range b.insts {
 		if x.draining {
@@ -749,13 +755,12 @@ func (b *batcher) countInstances() {
 			ready++
 		}
 	}
-	b.m.ready.Set(float64(ready))
-	b.m.draining.Set(float64(draining))
+	b.obs.InstanceCounts(ready, draining)
 }
 
-// stop ends the batcher: waiting requests fail with ErrShuttingDown; batches in flight finish
+// Stop ends the batcher: waiting requests fail with ErrShuttingDown; batches in flight finish
 // unless ctx ends first, which cancels them. It returns the number of failed waiting requests.
-func (b *batcher) stop(ctx context.Context) int {
+func (b *Batcher) Stop(ctx context.Context) int {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -780,7 +785,7 @@ func (b *batcher) stop(ctx context.Context) int {
 }
 
 // shutdown runs on the batcher goroutine once closed is set: no call can enter `in` any more.
-func (b *batcher) shutdown() {
+func (b *Batcher) shutdown() {
 	b.timer.Stop()
 	for more := true; more; {
 		select {
@@ -797,7 +802,7 @@ func (b *batcher) shutdown() {
 	}
 	clear(b.q)
 	b.q = b.q[:0]
-	b.m.queue.Set(0)
+	b.obs.QueueLength(0)
 	// Let batches in flight finish; their completions are consumed here so send never blocks.
 	go func() { b.flights.Wait(); close(b.completions) }()
 	for range b.completions {

@@ -1,4 +1,4 @@
-package gateway
+package modelrepo
 
 import (
 	"context"
@@ -16,173 +16,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/batching"
-	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/repository"
 )
 
-// The Gateway serves Triton's repository extension when a Repository is attached.
-var _ oip.RepositoryManager = (*Gateway)(nil)
-
-// errNoRepository answers load/unload on a gateway without a model repository.
-var errNoRepository = fmt.Errorf("gateway: %w: no model repository is configured (model_repository, --model-repository)", oip.ErrNotImplemented)
-
-// repoTable is the published view of the repository's loaded models: each public name's
-// versions and the batcher key (internal model name) serving each. It is replaced, never
-// modified.
-type repoTable struct {
-	models   map[string]*repoEntry
-	internal map[string]bool // batcher keys of repository versions: not addressable by name
-	live     map[string]bool // the keys of the published versions (not loading, not retiring)
+// readyWaiter is a provider that can wait for one instance (local.Provider): a load waits on it
+// per launched instance.
+type readyWaiter interface {
+	WaitReady(ctx context.Context, id string) (provider.Instance, error)
 }
 
-type repoEntry struct {
-	def      string            // the default version (highest)
-	versions map[string]string // version ("3") -> batcher key
-	list     []string          // versions, ascending, for the metadata
-}
-
-// versionKey is the internal model name of one generation of a repository model's version:
+// VersionKey is the internal model name of one generation of a repository model's version:
 // the batcher's name, the worker's model name and the metrics' model label. A reload makes a
 // new generation, so that old and new run side by side until the new one is ready.
-func versionKey(model string, version int64, gen int) string {
+func VersionKey(model string, version int64, gen int) string {
 	return fmt.Sprintf("%s@%d.%d", model, version, gen)
 }
 
-// lookup finds the batcher serving (model, version): a repository model's version ("" is its
-// default) or a configured model (whose version the handler checks). It returns the version
-// served for a repository model, "" otherwise.
-func (g *Gateway) lookup(model, version string) (*batcher, string, error) {
-	if t := g.repo.Load(); t != nil {
-		if e, ok := t.models[model]; ok {
-			v := version
-			if v == "" {
-				v = e.def
-			}
-			key, ok := e.versions[v]
-			if !ok {
-				return nil, "", fmt.Errorf("%w: model %q has no version %q (versions %v)", ErrModelNotFound, model, v, e.list)
-			}
-			b, err := g.batcher(key)
-			if err != nil && g.repo.Load() != t {
-				// A reload published a new generation and retired this one since t was read:
-				// publishing precedes retiring, so the new table has the version's new key.
-				return g.lookup(model, version)
-			}
-			return b, v, err
-		}
-		if t.internal[model] {
-			return nil, "", fmt.Errorf("%w: %q", ErrModelNotFound, model)
-		}
-	}
-	b, err := g.batcher(model)
-	return b, "", err
-}
-
-// acquire is lookup for Infer: a repository version's batcher is held (users) until release,
-// so that RemoveModel waits for the request's answer.
-func (g *Gateway) acquire(model, version string) (*batcher, string, func(), error) {
-	for {
-		b, v, err := g.lookup(model, version)
-		if err != nil || v == "" {
-			return b, v, func() {}, err
-		}
-		b.users.Add(1)
-		if cur, ok := (*g.batchers.Load())[b.name]; ok && cur == b {
-			return b, v, func() { b.users.Add(-1) }, nil
-		}
-		b.users.Add(-1) // removed meanwhile: look again (the new generation, or not found)
-	}
-}
-
-// repoMetadata is a repository version's metadata under its public name, with the model's
-// versions.
-func (g *Gateway) repoMetadata(model string, md *oip.ModelMetadata) *oip.ModelMetadata {
-	t := g.repo.Load()
-	if t == nil {
-		return md
-	}
-	e, ok := t.models[model]
-	if !ok {
-		return md
-	}
-	out := *md
-	out.Name = model
-	out.Versions = e.list
-	return &out
-}
-
-// removeModelPoll is how often RemoveModel checks that a removed model's requests are answered.
-const removeModelPoll = 5 * time.Millisecond
-
-// RemoveModel stops serving a model: new requests get ErrModelNotFound at once; the requests
-// that hold it (repository versions, see acquire) and those queued are answered, batches in
-// flight complete, then its batcher stops. When ctx ends first, what is left fails with
-// ErrShuttingDown.
-func (g *Gateway) RemoveModel(ctx context.Context, name string) error {
-	g.mu.Lock()
-	old := *g.batchers.Load()
-	b, ok := old[name]
-	if !ok {
-		g.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrModelNotFound, name)
-	}
-	next := maps.Clone(old)
-	delete(next, name)
-	g.batchers.Store(&next)
-	g.mu.Unlock()
-	t := time.NewTicker(removeModelPoll)
-	defer t.Stop()
-	for b.users.Load() > 0 || b.queued.Load() > 0 {
-		select {
-		case <-ctx.Done():
-			b.stop(ctx)
-			return fmt.Errorf("remove model %s: %w", name, ctx.Err())
-		case <-t.C:
-		}
-	}
-	b.stop(ctx)
-	g.metrics.drop(name)
-	g.log.Info("model removed", "model", name)
-	return ctx.Err()
-}
-
-// drop deletes a removed model's series, so that a retired repository generation's gauges do
-// not stay at their last values (and its label values do not pile up across reloads).
-func (m *metrics) drop(model string) {
-	l := prometheus.Labels{"model": model}
-	m.requests.DeletePartialMatch(l)
-	m.duration.drop(model)
-	m.slo.drop(model)
-	m.batchSize.DeletePartialMatch(l)
-	m.queue.DeletePartialMatch(l)
-	m.instances.DeletePartialMatch(l)
-}
-
-// LoadModel implements oip.RepositoryManager with the attached Repository.
-func (g *Gateway) LoadModel(ctx context.Context, model string, params map[string]any) error {
-	r := g.repoMgr.Load()
-	if r == nil {
-		return errNoRepository
-	}
-	return r.Load(ctx, model, params)
-}
-
-// UnloadModel implements oip.RepositoryManager with the attached Repository.
-func (g *Gateway) UnloadModel(ctx context.Context, model string) error {
-	r := g.repoMgr.Load()
-	if r == nil {
-		return errNoRepository
-	}
-	return r.Unload(ctx, model)
-}
-
-// RepositoryOptions configure NewRepository.
-type RepositoryOptions struct {
+// Options configure New.
+type Options struct {
 	// Dir is the model repository (<dir>/<model>/<version>/model.onnx).
 	Dir string
 	// Stage is the directory the workers read models from (their --model-dir): it receives a
@@ -199,12 +54,33 @@ type RepositoryOptions struct {
 	Logger *slog.Logger
 }
 
+// Host is what a Repository needs of the gateway it serves the models on.
+type Host interface {
+	// AddModel starts serving a model (a version's generation, under its key).
+	AddModel(m batcher.Model) error
+	// AddInstance adds an instance to a served model.
+	AddInstance(ctx context.Context, model string, in batcher.Instance) error
+	// Instances returns the ids of a served model's instances that take new batches.
+	Instances(model string) ([]string, error)
+	// RemoveModel stops serving a model once its requests are answered.
+	RemoveModel(ctx context.Context, name string) error
+	// Configured reports whether name is served and not a repository model (a model of the
+	// configuration).
+	Configured(name string) bool
+	// Hide makes key internal before its batcher is added: a loading generation is neither
+	// addressable by name nor counted as ready.
+	Hide(key string)
+	// Publish routes each loaded model's name to its versions (version -> key); the keys of
+	// generations being retired stay internal.
+	Publish(loaded map[string]map[string]string)
+}
+
 // Repository loads, reloads and unloads the models of a model repository on a Gateway: each
-// version of a model is a batcher (versionKey) with the instances its config.yaml asks for;
+// version of a model is a batcher (VersionKey) with the instances its config.yaml asks for;
 // the highest version is the default. Its methods are safe for concurrent use and serialised.
 type Repository struct {
-	g    *Gateway
-	opts RepositoryOptions
+	g    Host
+	opts Options
 	log  *slog.Logger
 
 	mu     sync.Mutex                 // serialises Load, Unload and Step
@@ -225,9 +101,8 @@ type repoModel struct {
 	unloaded bool // unloaded on request: the poll loads it again only when its files change
 }
 
-// NewRepository returns the Repository of opts.Dir on g and attaches it: g then serves the
-// repository's load and unload routes. It loads nothing; call Step.
-func NewRepository(g *Gateway, opts RepositoryOptions) (*Repository, error) {
+// New returns the Repository of opts.Dir on g. It loads nothing; call Step.
+func New(g Host, opts Options) (*Repository, error) {
 	if opts.Provider == nil {
 		return nil, errors.New("model repository: nil provider")
 	}
@@ -244,9 +119,6 @@ func NewRepository(g *Gateway, opts RepositoryOptions) (*Repository, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	empty := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}, live: map[string]bool{}}
-	g.repo.CompareAndSwap(nil, empty)
-	g.repoMgr.Store(r)
 	return r, nil
 }
 
@@ -304,7 +176,7 @@ func (r *Repository) load(ctx context.Context, scan repository.Model) error {
 		r.log.Warn("model repository: model not loaded", "model", name, "err", scan.Err)
 		return fmt.Errorf("%w: load %s: %v", oip.ErrBadRequest, name, scan.Err)
 	}
-	if r.g.repo.Load() == nil || r.configured(name) {
+	if r.g.Configured(name) {
 		err := fmt.Errorf("%w: load %s: a configured model (models[]) has this name", oip.ErrBadRequest, name)
 		m.state, m.reason = oip.StateUnavailable, err.Error()
 		return err
@@ -340,23 +212,13 @@ func (r *Repository) load(ctx context.Context, scan repository.Model) error {
 	return nil
 }
 
-// configured reports whether name is a model of the configuration (not the repository's).
-func (r *Repository) configured(name string) bool {
-	t := r.g.repo.Load()
-	if _, ok := t.models[name]; ok {
-		return false
-	}
-	_, err := r.g.batcher(name)
-	return err == nil
-}
-
 // start adds the batchers of scan's versions and launches their instances. It returns what it
 // started, also on error (for retire).
 func (r *Repository) start(ctx context.Context, scan repository.Model, gen int) (map[string]string, map[string][]string, error) {
 	keys, insts := map[string]string{}, map[string][]string{}
 	c := scan.Config
 	for _, v := range scan.Versions {
-		key := versionKey(scan.Name, v.Number, gen)
+		key := VersionKey(scan.Name, v.Number, gen)
 		link := filepath.Join(r.opts.Stage, key+".onnx")
 		if err := stageFile(v.Path, link); err != nil {
 			return keys, insts, fmt.Errorf("load %s: stage version %d: %w", scan.Name, v.Number, err)
@@ -366,7 +228,7 @@ func (r *Repository) start(ctx context.Context, scan repository.Model, gen int) 
 		if err != nil {
 			return keys, insts, fmt.Errorf("%w: load %s: %s: batching: %v", oip.ErrBadRequest, scan.Name, repository.ConfigFile, err)
 		}
-		if err := r.g.AddModel(Model{Name: key, SLO: c.SLO.Spec(), Policy: pol, QueueLimit: c.QueueLimit, Slots: c.Slots,
+		if err := r.g.AddModel(batcher.Model{Name: key, SLO: c.SLO.Spec(), Policy: pol, QueueLimit: c.QueueLimit, Slots: c.Slots,
 			MaxRows: c.MaxRows, MaxBatchBytes: c.MaxBatchBytes}); err != nil {
 			return keys, insts, fmt.Errorf("load %s: %w", scan.Name, err)
 		}
@@ -389,7 +251,7 @@ func (r *Repository) start(ctx context.Context, scan repository.Model, gen int) 
 			in, err := w.WaitReady(wctx, id)
 			cancel()
 			if err == nil && !r.has(key, in.ID) { // the watch may have added it already
-				if err = r.g.AddInstance(ctx, key, Instance{ID: in.ID, Addr: in.Addr}); err != nil && r.has(key, in.ID) {
+				if err = r.g.AddInstance(ctx, key, batcher.Instance{ID: in.ID, Addr: in.Addr}); err != nil && r.has(key, in.ID) {
 					err = nil
 				}
 			}
@@ -414,7 +276,7 @@ func (r *Repository) retire(ctx context.Context, keys map[string]string, insts m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.g.RemoveModel(ctx, key); err != nil && !errors.Is(err, ErrModelNotFound) {
+			if err := r.g.RemoveModel(ctx, key); err != nil && !errors.Is(err, oip.ErrModelNotFound) {
 				r.log.Warn("model repository: removing a version", "model", key, "err", err)
 			}
 			os.Remove(filepath.Join(r.opts.Stage, key+".onnx"))
@@ -446,46 +308,18 @@ func (r *Repository) unload(ctx context.Context, name string, m *repoModel, reas
 	return ctx.Err()
 }
 
-// hide makes key internal before its batcher is added: a loading generation is neither
-// addressable by name nor counted by Ready. Called with mu held.
-func (r *Repository) hide(key string) {
-	old := r.g.repo.Load()
-	t := &repoTable{models: old.models, internal: maps.Clone(old.internal), live: old.live}
-	t.internal[key] = true
-	r.g.repo.Store(t)
-}
+// hide makes key internal before its batcher is added (Host.Hide). Called with mu held.
+func (r *Repository) hide(key string) { r.g.Hide(key) }
 
-// publish stores the table of the loaded models. Called with mu held.
+// publish routes the loaded models (Host.Publish). Called with mu held.
 func (r *Repository) publish() {
-	t := &repoTable{models: map[string]*repoEntry{}, internal: map[string]bool{}, live: map[string]bool{}}
+	loaded := map[string]map[string]string{}
 	for name, m := range r.models {
-		if m.loaded == nil {
-			continue
-		}
-		e := &repoEntry{versions: maps.Clone(m.loaded)}
-		for v, key := range m.loaded {
-			e.list = append(e.list, v)
-			t.internal[key] = true
-			t.live[key] = true
-		}
-		slices.SortFunc(e.list, func(a, b string) int {
-			x, _ := strconv.ParseInt(a, 10, 64)
-			y, _ := strconv.ParseInt(b, 10, 64)
-			return int(min(max(x-y, -1), 1))
-		})
-		e.def = e.list[len(e.list)-1]
-		t.models[name] = e
-	}
-	// Keys of generations being retired stay internal: a retired version is not addressable.
-	if old := r.g.repo.Load(); old != nil {
-		bs := *r.g.batchers.Load()
-		for k := range old.internal {
-			if _, ok := bs[k]; ok {
-				t.internal[k] = true
-			}
+		if m.loaded != nil {
+			loaded[name] = maps.Clone(m.loaded)
 		}
 	}
-	r.g.repo.Store(t)
+	r.g.Publish(loaded)
 }
 
 // Step rescans the repository and applies it: models not loaded are loaded (except those
@@ -648,30 +482,4 @@ func stageFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
-}
-
-// DefaultModel is the model of the SageMaker routes: the first configured model, else the
-// first repository model loaded at start.
-func DefaultModel(cfg config.Config, g *Gateway) string {
-	if len(cfg.Models) > 0 {
-		return cfg.Models[0].Name
-	}
-	if t := g.repo.Load(); t != nil && len(t.models) > 0 {
-		return slices.Sorted(maps.Keys(t.models))[0]
-	}
-	return ""
-}
-
-// ServedKey is the internal model name (name@version.generation) serving model's default
-// repository version, or "" when the model is not loaded from the repository.
-func (g *Gateway) ServedKey(model string) string {
-	t := g.repo.Load()
-	if t == nil {
-		return ""
-	}
-	e, ok := t.models[model]
-	if !ok {
-		return ""
-	}
-	return e.versions[e.def]
 }
