@@ -248,7 +248,7 @@ func (g *Gateway) Handler(opts HandlerOptions) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
-	mux.Handle("GET "+WorkersMetricsPath, g.workersMetricsHandler()) // metrics_workers.go
+	mux.Handle("GET "+WorkersMetricsPath, metrics.WorkersHandler(g.workerTargets))
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), nil
 }
@@ -301,4 +301,24 @@ func NewServer(h http.Handler, o ServerOptions) *http.Server {
 		IdleTimeout:       def(o.IdleTimeout, 120*time.Second),
 		MaxHeaderBytes:    o.MaxHeaderBytes,
 	}
+}
+
+// WorkersMetricsPath is the gateway's federation endpoint of its workers' metrics
+// (metrics.WorkersHandler; docs/observability.md).
+const WorkersMetricsPath = metrics.WorkersMetricsPath
+
+// workerTargets returns the instances of every model (draining ones included: they still serve).
+func (g *Gateway) workerTargets() []metrics.WorkerTarget {
+	var out []metrics.WorkerTarget
+	for _, name := range g.ModelNames() {
+		b, err := g.batcher(name)
+		if err != nil {
+			continue
+		}
+		insts, _ := b.Instances()
+		for _, in := range insts {
+			out = append(out, metrics.WorkerTarget{Model: name, ID: in.ID, Addr: in.Addr})
+		}
+	}
+	return out
 }

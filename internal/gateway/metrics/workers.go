@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"context"
@@ -26,29 +26,13 @@ const WorkersMetricsPath = "/v2/workers/metrics"
 // workerScrapeTimeout bounds the fetch of one worker's metrics.
 const workerScrapeTimeout = 2 * time.Second
 
-// workerTarget is one instance whose metrics the gateway federates.
-type workerTarget struct{ model, id, addr string }
-
-// workerTargets returns the instances of every model (draining ones included: they still serve).
-func (g *Gateway) workerTargets() []workerTarget {
-	var out []workerTarget
-	for _, name := range g.ModelNames() {
-		b, err := g.batcher(name)
-		if err != nil {
-			continue
-		}
-		insts, _ := b.Instances()
-		for _, in := range insts {
-			out = append(out, workerTarget{model: name, id: in.ID, addr: in.Addr})
-		}
-	}
-	return out
-}
+// WorkerTarget is one instance whose metrics the gateway federates.
+type WorkerTarget struct{ Model, ID, Addr string }
 
 // workersGatherer gathers the workers' metrics on each scrape.
 type workersGatherer struct {
-	g      *Gateway
-	client *http.Client
+	targets func() []WorkerTarget
+	client  *http.Client
 }
 
 var _ prometheus.Gatherer = (*workersGatherer)(nil)
@@ -57,7 +41,7 @@ var _ prometheus.Gatherer = (*workersGatherer)(nil)
 // contributes only sloserve_worker_up 0, not an error, so one down worker does not fail the
 // whole scrape.
 func (w *workersGatherer) Gather() ([]*dto.MetricFamily, error) {
-	targets := w.g.workerTargets()
+	targets := w.targets()
 	fams := make([]map[string]*dto.MetricFamily, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -99,45 +83,46 @@ func (w *workersGatherer) Gather() ([]*dto.MetricFamily, error) {
 }
 
 // workerLabels adds worker and sloserve_model to a series' labels, sorted by name.
-func workerLabels(ls []*dto.LabelPair, t workerTarget) []*dto.LabelPair {
+func workerLabels(ls []*dto.LabelPair, t WorkerTarget) []*dto.LabelPair {
 	out := make([]*dto.LabelPair, 0, len(ls)+2)
 	for _, l := range ls {
 		if n := l.GetName(); n != "worker" && n != "sloserve_model" {
 			out = append(out, l)
 		}
 	}
-	out = append(out, &dto.LabelPair{Name: proto.String("worker"), Value: proto.String(t.id)},
-		&dto.LabelPair{Name: proto.String("sloserve_model"), Value: proto.String(t.model)})
+	out = append(out, &dto.LabelPair{Name: proto.String("worker"), Value: proto.String(t.ID)},
+		&dto.LabelPair{Name: proto.String("sloserve_model"), Value: proto.String(t.Model)})
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
 }
 
 // scrape fetches and parses one worker's /metrics (text format).
-func (w *workersGatherer) scrape(t workerTarget) (map[string]*dto.MetricFamily, error) {
+func (w *workersGatherer) scrape(t WorkerTarget) (map[string]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), workerScrapeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.addr+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Addr+"/metrics", nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape worker %s: %w", t.id, err)
+		return nil, fmt.Errorf("scrape worker %s: %w", t.ID, err)
 	}
 	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape worker %s: %w", t.id, err)
+		return nil, fmt.Errorf("scrape worker %s: %w", t.ID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape worker %s: HTTP %d", t.id, resp.StatusCode)
+		return nil, fmt.Errorf("scrape worker %s: HTTP %d", t.ID, resp.StatusCode)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("scrape worker %s: parse: %w", t.id, err)
+		return nil, fmt.Errorf("scrape worker %s: parse: %w", t.ID, err)
 	}
 	return fams, nil
 }
 
-// workersMetricsHandler serves WorkersMetricsPath.
-func (g *Gateway) workersMetricsHandler() http.Handler {
-	return promhttp.HandlerFor(&workersGatherer{g: g, client: &http.Client{}}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+// WorkersHandler serves WorkersMetricsPath: every scrape federates the /metrics of the
+// instances targets returns (the gateway's: every model's, draining ones included).
+func WorkersHandler(targets func() []WorkerTarget) http.Handler {
+	return promhttp.HandlerFor(&workersGatherer{targets: targets, client: &http.Client{}}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
