@@ -255,16 +255,25 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 	if n := check(); n != 1 {
 		t.Fatalf("%d instances at start, want the configured 1", n)
 	}
-	// 3 s at ~300 rps from 30 clients.
-	var sent, okN, peak int
+	// 3 s at ~300 rps from 30 clients. The first second is the scale-up: with one instance for
+	// a burst of three instances' load, admission refuses (429) what the instance cannot finish
+	// until Alg. 1's launches are ready (300 ms launch delay, 100 ms control period) — how much
+	// depends on how loaded the machine is. Once they are ready, the burst must be covered.
+	type result struct {
+		code int // 0 for a transport error
+		late bool
+	}
+	var sent, okN, peak, sentLate, okLate int
 	codes := map[int]int{}
 	done := make(chan struct{})
-	results := make(chan int, 1024) // status codes; 0 for a transport error
+	results := make(chan result, 1024)
+	loadStart := time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, 3*time.Second)
 	defer stopLoad()
 	for range 30 {
 		go func() {
 			for i := 0; loadCtx.Err() == nil; i++ {
+				late := time.Since(loadStart) >= time.Second
 				resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("x", 1, "")))
 				code := 0
 				if err == nil {
@@ -272,7 +281,7 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 				}
-				results <- code
+				results <- result{code, late}
 				time.Sleep(100 * time.Millisecond)
 			}
 			done <- struct{}{}
@@ -282,7 +291,13 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 		select {
 		case r := <-results:
 			sent++
-			codes[r]++
+			codes[r.code]++
+			if r.late {
+				sentLate++
+				if r.code == http.StatusOK {
+					okLate++
+				}
+			}
 		case <-done:
 			finished++
 		case <-time.After(200 * time.Millisecond):
@@ -290,17 +305,24 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 		}
 	}
 	for len(results) > 0 {
-		codes[<-results]++
+		r := <-results
+		codes[r.code]++
 		sent++
+		if r.late {
+			sentLate++
+			if r.code == http.StatusOK {
+				okLate++
+			}
+		}
 	}
 	okN = codes[http.StatusOK]
 	peak = max(peak, check())
-	t.Logf("load: %d requests, %d answered 200 (codes %v); peak %d instances", sent, okN, codes, peak)
+	t.Logf("load: %d requests, %d answered 200 (codes %v); after the first second %d of %d; peak %d instances", sent, okN, codes, okLate, sentLate, peak)
 	if peak < 3 {
 		t.Errorf("peak %d instances for ~300 rps on workers of 100 rps nominal, want ≥ 3", peak)
 	}
-	if okN < sent*9/10 {
-		t.Errorf("%d of %d requests answered 200, want ≥ 90 %%", okN, sent)
+	if okLate < sentLate*9/10 {
+		t.Errorf("after the scale-up (the first second), %d of %d requests answered 200, want ≥ 90 %%", okLate, sentLate)
 	}
 	placed := false
 	for _, p := range st.Controller.Timeline("m") {
