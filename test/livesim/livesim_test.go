@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,7 @@ func phases(ps []phase) sim.Arrivals {
 // fleet the simulator showed the policy, the reader returns the counters whose differences are
 // the simulator's samples, and both record what the controller does.
 type replay struct {
+	mu         sync.Mutex // the controller drains and terminates in goroutines of its own
 	fleet      []provider.Instance
 	reading    controller.Reading
 	launched   []provider.Spec
@@ -83,20 +85,28 @@ type replay struct {
 }
 
 func (r *replay) Launch(_ context.Context, s provider.Spec) (provider.Instance, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.launched = append(r.launched, s)
 	return provider.Instance{ID: fmt.Sprintf("live-%d", len(r.launched)), Spec: s, State: provider.StateLaunching}, nil
 }
 func (r *replay) Terminate(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.terminated = append(r.terminated, id)
 	return nil
 }
 func (r *replay) Instances(context.Context) ([]provider.Instance, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return slices.Clone(r.fleet), nil
 }
 func (r *replay) Sync(context.Context, []provider.Instance) error      { return nil }
 func (r *replay) RemoveInstance(context.Context, string, string) error { return nil }
 func (r *replay) read(string) (controller.Reading, error)              { return r.reading, nil }
 func (r *replay) show(s autoscale.Snapshot, model string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.fleet = r.fleet[:0]
 	for _, m := range s.Fleet {
 		r.fleet = append(r.fleet, provider.Instance{ID: m.ID, Spec: provider.Spec{Model: model, Type: m.Type, Tier: m.Tier},
@@ -184,9 +194,11 @@ func TestPolicyLiveEqualsSimulated(t *testing.T) {
 				if h := sc.snap.History; len(h) > 0 {
 					s := h[len(h)-1]
 					if sc.now.Equal(s.Start.Add(s.Period)) && (i == 0 || !rec.calls[i-1].now.Equal(sc.now)) {
+						rp.mu.Lock()
 						rp.reading.Arrivals += int64(s.Arrivals)
 						rp.reading.Completed += int64(s.Completed)
 						rp.reading.Missed += int64(s.Missed)
+						rp.mu.Unlock()
 					}
 				}
 				rp.show(sc.snap, "m")
