@@ -14,8 +14,8 @@ import (
 // within the specified time RT_max") with the estimate learned rather than read from a profile:
 // the batch cost is fitted to the batches the runtime has seen complete (no oracle of the
 // service time), and the margin an admitted request must leave before its deadline follows the
-// admitted requests' misses (MissControl). Bouncer.Decide and Bouncer.DecidePool are the
-// profile-driven form of the same check, kept for the planner's view and for comparison.
+// admitted requests' misses (MissControl). The profile-driven Bouncer estimators it replaces
+// read the simulator's own service times (issue #15).
 
 // BatchCost is the estimated round trip of one batch to an instance as a function of its rows:
 // Fixed + PerRow·rows. The zero value means unknown (no batch has completed yet).

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/cost"
@@ -26,8 +25,6 @@ type Candidates struct {
 	// Standby is the first SLO-feasible burstable type (resumed on spot interruptions); zero
 	// when there is none.
 	Standby planner.InstanceType
-	// SvcTime is the service time of each type's own batch (N_batch), for the Bouncer.
-	SvcTime map[string]time.Duration
 	// MaxBatch is the largest N_batch and MaxWait the smallest W_batch over the feasible types:
 	// the fleet-wide fixed batching a shared queue uses.
 	MaxBatch int
@@ -44,7 +41,7 @@ var ErrNoProfile = errors.New("no profile for type")
 // types are standbys only (§3.2: they cannot sustain full speed); with spot, every type with a
 // spot price adds its "<type>/spot" variant. Names the catalog does not know are skipped.
 func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, spot bool) (Candidates, error) {
-	c := Candidates{SvcTime: map[string]time.Duration{}, MaxBatch: 1}
+	c := Candidates{MaxBatch: 1}
 	if len(names) == 0 {
 		names = m.Types()
 	}
@@ -67,13 +64,11 @@ func Tune(cat *cost.Catalog, m profile.Model, names []string, rt time.Duration, 
 		if it.Kind == cost.KindBurstable {
 			if t.Feasible && c.Standby.Name == "" {
 				c.Standby = t
-				c.SvcTime[t.Name] = b.Curve.ServiceTime(max(t.MaxBatch, 1))
 			}
 			continue
 		}
 		add := func(t planner.InstanceType) {
 			c.Types = append(c.Types, t)
-			c.SvcTime[t.Name] = b.Curve.ServiceTime(max(t.MaxBatch, 1))
 		}
 		add(t)
 		if t.Feasible {
@@ -128,18 +123,15 @@ type Config struct {
 	SLOMonitor slomon.Config
 	// Spot configures the interruption handling (§4.5).
 	Spot planner.SpotConfig
-	// Bouncer configures the admission check (§4.3).
-	Bouncer admission.Config
 }
 
 // Scaler is MArk's autoscaler. It is pure (no clock, no goroutine, no I/O) and owned by one
-// goroutine: the simulator's event loop or the live controller's loop; Admit, called by the
-// router, must run on that same goroutine (or be serialised with Scale by its owner).
+// goroutine: the simulator's event loop or the live controller's loop. Its Bouncer (§4.1) is the
+// one admission estimator's verdict (internal/admission, policy/mark's Bounce).
 type Scaler struct {
 	model    string
 	types    []planner.InstanceType
 	byName   map[string]planner.InstanceType
-	svcTime  map[string]time.Duration
 	plan     *planner.Mark
 	mon      *forecast.Monitor
 	fc       forecast.Forecaster
@@ -148,7 +140,6 @@ type Scaler struct {
 	spotCfg  planner.SpotConfig
 	standby  planner.InstanceType
 	sloType  planner.InstanceType
-	bouncer  admission.Bouncer
 	maxWait  time.Duration
 	horizon  int
 	unit     time.Duration
@@ -160,9 +151,6 @@ type Scaler struct {
 	reactive  []reactiveLaunch
 	judging   bool
 	recovered bool // the SLO met SL_min over a full window judged with them ready
-	// fleet view for the Bouncer, refreshed at every Scale
-	drain   float64
-	slowest time.Duration
 }
 
 var _ autoscale.Scaler = (*Scaler)(nil)
@@ -174,14 +162,11 @@ func New(c Config) (*Scaler, error) {
 		return nil, err
 	}
 	cand := c.Candidates
-	m := &Scaler{model: c.Model, byName: map[string]planner.InstanceType{}, svcTime: map[string]time.Duration{},
+	m := &Scaler{model: c.Model, byName: map[string]planner.InstanceType{},
 		plan: pl, train: c.TrainStepsPerUnit, spotCfg: c.Spot, seen: map[string]bool{},
 		types: cand.Types, standby: cand.Standby, maxWait: cand.MaxWait}
 	for _, t := range cand.Types {
 		m.byName[t.Name] = t
-	}
-	for k, v := range cand.SvcTime {
-		m.svcTime[k] = v
 	}
 	cheapest, ok := cand.Cheapest()
 	if !ok {
@@ -222,9 +207,6 @@ func New(c Config) (*Scaler, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
-	}
-	if m.bouncer, err = admission.NewBouncer(c.Bouncer); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -300,15 +282,6 @@ func (m *Scaler) Capacity(name string) float64 {
 		return m.standby.Capacity
 	}
 	return 0
-}
-
-// Admit is the Bouncer (MArk §4.3): whether a request with this deadline, finding queued
-// requests ahead and slots/free batch slots in the VM tier, finishes in time on the fleet the
-// last Scale saw; false sends it to the serverless tier.
-func (m *Scaler) Admit(queued, slots, free int, deadline, now time.Time) bool {
-	d := m.bouncer.DecidePool(admission.PoolView{Queued: queued, Slots: slots, FreeSlots: free,
-		DrainRate: m.drain, MaxWait: m.maxWait, ServiceTime: m.slowest}, deadline, now)
-	return d.Admit
 }
 
 // reactiveLaunch is one instance the SLO monitor launched: its type, when, and the fleet id it
@@ -412,7 +385,6 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	reactive := m.trackReactive(s.Fleet, now)
 	var running []planner.Running
 	var interrupted []planner.Running
-	m.drain, m.slowest = 0, 0
 	inFleet := make(map[string]bool, len(s.Fleet))
 	for _, f := range s.Fleet {
 		inFleet[f.ID] = true
@@ -426,16 +398,6 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 			if !m.seen[f.ID] {
 				m.seen[f.ID] = true
 				interrupted = append(interrupted, r)
-			}
-		}
-		if f.State == provider.StateReady {
-			t, ok := m.byName[f.Type]
-			if !ok && f.Type == m.standby.Name {
-				t, ok = m.standby, true
-			}
-			if ok {
-				m.drain += t.Capacity
-				m.slowest = max(m.slowest, m.svcTime[f.Type])
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/forecast"
@@ -34,7 +33,7 @@ func newTestScaler(t *testing.T, spot bool) *Scaler {
 		t.Fatal(err)
 	}
 	s, err := New(Config{Model: m.Name, Candidates: cand, Planner: planner.DefaultMarkConfig(), Monitor: forecast.DefaultMonitorConfig(),
-		SLOMonitor: slomon.DefaultConfig(), Spot: planner.DefaultSpotConfig(), Bouncer: admission.Config{}})
+		SLOMonitor: slomon.DefaultConfig(), Spot: planner.DefaultSpotConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, e
 	}
 	sc, err := markscale.New(markscale.Config{Model: env.Model.Name, Candidates: cand, Standby: o.Standby, Planner: pc,
 		Monitor: mc, Forecaster: fc, TrainStepsPerUnit: o.TrainStepsPerUnit,
-		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig(), Bouncer: admission.DefaultConfig()})
+		SLOMonitor: o.SLOMonitor, Spot: planner.DefaultSpotConfig()})
 	if err != nil {
 		return policy.Model{}, err
 	}
