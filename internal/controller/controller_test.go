@@ -266,3 +266,21 @@ func BenchmarkStepMark(b *testing.B) {
 		c.Step(context.Background(), now)
 	}
 }
+
+// TestNewModelSpotType: every model policy builds live for an instance type on the spot market
+// ("c5.large/spot"), as the Kubernetes e2e suite configures one.
+func TestNewModelSpotType(t *testing.T) {
+	for _, p := range []string{"none", "fixed", "target-tracking", "knative", "mark", "sloserve"} {
+		cfg := config.Default()
+		cfg.Controller.Policy = p
+		m := config.DefaultModel("m")
+		m.InstanceType.Name, m.InstanceType.RPS = "c5.large/spot", 100
+		curve, err := LocalCurve(100, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewModel(cfg, m, curve, time.Unix(0, 0)); err != nil {
+			t.Errorf("policy %s on c5.large/spot: %v", p, err)
+		}
+	}
+}

@@ -50,7 +50,13 @@ func LiveEnv(cfg config.Config, m config.Model, curve profile.Curve, start time.
 	it := m.InstanceType
 	cat := cost.Catalog{Types: []cost.InstanceType{{Name: it.Name, Kind: cost.KindVM, VCPU: 1,
 		PricePerHour: it.PricePerHour, LaunchDelay: cost.Delay{Median: it.LaunchDelay}}}}
-	pm := profile.Model{Name: m.Name, VM: map[string]profile.Backend{it.Name: {Curve: curve, Slots: max(m.Slots, 1)}}}
+	be := profile.Backend{Curve: curve, Slots: max(m.Slots, 1)}
+	pm := profile.Model{Name: m.Name, VM: map[string]profile.Backend{it.Name: be}}
+	if base, _ := cost.ParseType(it.Name); base != it.Name {
+		// A spot type ("c5.large/spot") runs on its base type's machine: policies that look the
+		// curve up by the base name (fixed, sagemaker) find it there too.
+		pm.VM[base] = be
+	}
 	_, name, _ := config.PolicyName(cfg.Controller.Policy)
 	user := cfg.Policies.Decoder(name, nil)
 	preset := Preset(cfg.Controller, m, curve)
