@@ -30,13 +30,7 @@ func TestStartControllerAndMounts(t *testing.T) {
 	cfg.Controller.SampleInterval = 100 * time.Millisecond
 	cfg.Controller.Unit = 500 * time.Millisecond
 	cfg.Controller.MinInstances = 2
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	ctx, st := startFake(t, cfg, 30*time.Second)
 	// min_instances 2: the controller launches the second worker; the gateway takes it once ready.
 	for {
 		ids, _ := st.Gateway.Instances("m")
@@ -129,13 +123,7 @@ func TestStartSloserveScalesToZero(t *testing.T) {
 	cfg.Controller.SampleInterval = 10 * time.Millisecond
 	cfg.Controller.Unit = 50 * time.Millisecond
 	cfg.Controller.MinInstances = 0
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	ctx, st := startFake(t, cfg, 60*time.Second)
 	infer := func(extra string) {
 		t.Helper()
 		resp, err := http.Post(st.URL+"/v2/models/m/infer", "application/json", bytes.NewReader(body("x", 1, extra)))
@@ -212,13 +200,7 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 	}
 	c.MinInstances, c.MaxInstances = 0, 6
 	c.Cluster = config.Cluster{Servers: 2, CPU: 3}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	ctx, st := startFake(t, cfg, 60*time.Second)
 	pl, ok := st.Provider.(controller.Placer)
 	if !ok || pl.Cluster() == nil {
 		t.Fatalf("provider %T places no instances", st.Provider)
@@ -339,4 +321,18 @@ func TestStartINFlessPlacesOnServers(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startFake starts the stack on cfg with fake workers for at most d; the stack closes and the
+// context ends with the test.
+func startFake(t *testing.T, cfg config.Config, d time.Duration) (context.Context, *Stack) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	st, err := Start(ctx, cfg, StackOptions{Env: []string{"GATEWAY_FAKE_WORKER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	return ctx, st
 }
