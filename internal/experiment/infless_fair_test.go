@@ -13,8 +13,9 @@ import (
 // bands: INFless meets every function's 95 % target; it serves 1.5× or more the paper's uniform
 // row's requests per unit of resource (the paper's 2.6–3.8×, issue #17's FLOPS-priced
 // strawman) but within [0.85, 1.3]× of the tuned uniform baseline's (the fair gain; issue #17
-// measured 1.10–1.39× priced by the dominant share, 0.95–1.04× with the 30 s hold too), and the
-// tuned baseline itself is no worse than 0.6× the fair one (the tuner keeps a sane configuration).
+// measured 1.10–1.39× priced by the dominant share, 0.95–1.04× with the 30 s hold too), and
+// within [0.6, 0.95]× of uniform-fair's (the 30 s hold alone packs tighter than INFless, at the
+// price of ssd's target, which is why the tuner picks a longer keep-alive).
 // It fails when uniform picks its worst configuration, keeps instances 10× too long, when INFless
 // plans without its +10 % offset or lends slower configurations (docs/infless.md).
 func TestInflessFairGain(t *testing.T) {
@@ -43,7 +44,9 @@ func TestInflessFairGain(t *testing.T) {
 	if g := FairGain(runs, "uniform-tuned"); g < 0.85 || g > 1.3 {
 		t.Errorf("infless over uniform-tuned %.2f×, want in [0.85, 1.3]×", g)
 	}
-	if g := FairGain(runs, "uniform-fair"); g < 0.6 || g > 1.3 {
-		t.Errorf("infless over uniform-fair %.2f×, want in [0.6, 1.3]×", g)
+	// uniform-fair holds instances 30 s, as INFless does: it serves more per resource than
+	// INFless (and misses ssd's target), which a keep-alive ten times longer would hide.
+	if g := FairGain(runs, "uniform-fair"); g < 0.6 || g > 0.95 {
+		t.Errorf("infless over uniform-fair %.2f×, want in [0.6, 0.95]×", g)
 	}
 }
