@@ -77,6 +77,7 @@ func newWorld(t *testing.T, o Options) *world {
 func TestKeepAliveHolds(t *testing.T) {
 	for _, o := range []Options{DefaultOptions(), FairOptions(), OpenFaaSOptions()} {
 		w := newWorld(t, o)
+		o.Name = w.p.Name()
 		t0 := time.Unix(0, 0)
 		w.step(t, t0, 300)
 		peak := len(w.fv.Instances)
@@ -101,6 +102,7 @@ func TestKeepAliveHolds(t *testing.T) {
 func TestPicksMostEfficient(t *testing.T) {
 	for _, o := range []Options{DefaultOptions(), FairOptions()} {
 		w := newWorld(t, o)
+		o.Name = w.p.Name()
 		d := w.step(t, time.Unix(0, 0), 100)
 		if len(d.Launch) == 0 {
 			t.Fatalf("%s: no launch at 100 rps", o.Name)
