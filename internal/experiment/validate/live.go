@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/app"
@@ -93,6 +94,7 @@ func runLive(ctx context.Context, o Options, policy string, prof Measured, r Rep
 		"timed_out_504":    float64(res.Codes[504]),
 		"client_late":      float64(res.Late),
 	}
+	maps.Copy(s.Extra, gatewayMeans(st, o.Model))
 	return s, nil
 }
 
@@ -135,3 +137,38 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+
+// gatewayMeans reads the gateway's per-model histograms from the stack's registry and returns
+// their means in ms, keyed for a Summary's Extra: the gateway's request duration, the queue
+// wait and the batch round trip to the worker (what the simulator's service time stands for).
+func gatewayMeans(st *app.Stack, model string) map[string]float64 {
+	out := map[string]float64{}
+	mfs, err := st.Registry.Gather()
+	if err != nil {
+		return out
+	}
+	names := map[string]string{"sloserve_request_duration_seconds": "gateway_ms_mean",
+		"sloserve_queue_wait_seconds": "queue_wait_ms_mean", "sloserve_backend_seconds": "backend_ms_mean"}
+	for _, mf := range mfs {
+		key, ok := names[mf.GetName()]
+		if !ok {
+			continue
+		}
+		var sum float64
+		var n uint64
+		for _, m := range mf.GetMetric() {
+			match := false
+			for _, l := range m.GetLabel() {
+				match = match || l.GetName() == "model" && l.GetValue() == model
+			}
+			if h := m.GetHistogram(); match && h != nil {
+				sum += h.GetSampleSum()
+				n += h.GetSampleCount()
+			}
+		}
+		if n > 0 {
+			out[key] = 1e3 * sum / float64(n)
+		}
+	}
+	return out
+}
