@@ -92,10 +92,10 @@ var floorOf = map[string]int{
 	"internal/experiment": top,
 	// sloserve validate: the live stack and the simulator on the same segments (issue #16).
 	"internal/experiment/validate": top,
-	"internal/report":     top,
-	"cmd":                 top,
-	"test":                top,
-	"tools":               top,
+	"internal/report":              top,
+	"cmd":                          top,
+	"test":                         top,
+	"tools":                        top,
 }
 
 // exceptions are imports that break the floors knowingly, "from -> to" with the reason; the

@@ -137,7 +137,6 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-
 // gatewayMeans reads the gateway's per-model histograms from the stack's registry and returns
 // their means in ms, keyed for a Summary's Extra: the gateway's request duration, the queue
 // wait and the batch round trip to the worker (what the simulator's service time stands for).

@@ -257,4 +257,3 @@ func pooledCV(sds, means []float64) float64 {
 	}
 	return s / m
 }
-
