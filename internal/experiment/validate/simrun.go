@@ -82,6 +82,9 @@ func runSim(ctx context.Context, o Options, name string, prof Measured, r Replay
 	sc := sim.DefaultConfig()
 	sc.SLO, sc.Seed, sc.NoiseCV, sc.SamplePeriod, sc.Trace = o.SLO, o.Seed, prof.NoiseCV, cfg.Controller.SampleInterval, r.Name
 	sc.SeriesPeriod, sc.NoiseFactors = 0, prof.Factors
+	// The gateway gives each request its SLO threshold as its deadline and answers 504 past it
+	// (internal/gateway core.go): a request waits in the simulated queue no longer.
+	sc.RequestTimeout = o.SLO.Threshold
 	res, err := sim.Run(ctx, sc, env.Catalog, truth, pol, source(r.Times))
 	if err != nil {
 		return slo.Summary{}, err
