@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,12 +35,12 @@ const profilePace = 20 * time.Millisecond
 // round trip through the gateway to one worker, the service time the simulator draws), its
 // spread, and the worker launch delay (process start, model load, first health check).
 type Measured struct {
-	// Points are the mean round trip per batch size.
+	// Points are the median round trip per batch size.
 	Points []PointMS `json:"points"`
-	// NoiseCV is the coefficient of variation of the round trips (pooled over batch sizes): the
-	// simulator's service-time noise.
+	// NoiseCV is the coefficient of variation of Factors (reported; the simulator draws the
+	// factors themselves).
 	NoiseCV float64 `json:"noise_cv"`
-	// Factors are every round trip over its batch size's mean: the simulator draws each batch's
+	// Factors are every round trip over its batch size's median: the simulator draws each batch's
 	// service time as the curve's times one of them (sim.Config.NoiseFactors), keeping the
 	// measured tail (a stalled process on a shared machine) that a log-normal misses.
 	Factors []float64 `json:"-"`
@@ -53,7 +54,7 @@ type Measured struct {
 	Failures int `json:"failures"`
 }
 
-// PointMS is one batch size's mean round trip in ms.
+// PointMS is one batch size's median round trip in ms.
 type PointMS struct {
 	Batch int     `json:"batch"`
 	MS    float64 `json:"ms"`
@@ -108,7 +109,6 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	url := st.URL + "/v2/models/" + o.Model + "/infer"
-	var devs, means []float64
 	for _, b := range ProfileBatches {
 		pays, err := load.BatchPayloads(set, input, b)
 		if err != nil {
@@ -133,14 +133,20 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 				return m, err
 			}
 		}
-		mean, sd := meanSD(ts)
-		for _, t := range ts {
-			m.Factors = append(m.Factors, t/mean)
+		if len(ts) == 0 {
+			return m, fmt.Errorf("validate: profile at batch %d: every round trip failed", b)
 		}
-		m.Points = append(m.Points, PointMS{Batch: b, MS: mean})
-		devs, means = append(devs, sd), append(means, mean)
+		// The curve is the median round trip: a stall of the shared machine (tens of ms) lands
+		// on whichever batch size was being timed, so a mean would bend the curve; the stalls
+		// are kept in the pooled factors instead, which every batch size draws from.
+		med := median(ts)
+		for _, t := range ts {
+			m.Factors = append(m.Factors, t/med)
+		}
+		m.Points = append(m.Points, PointMS{Batch: b, MS: med})
 	}
-	m.NoiseCV = min(pooledCV(devs, means), 2)
+	mean, sd := meanSD(m.Factors)
+	m.NoiseCV = min(sd/mean, 2)
 	return m, nil
 }
 
@@ -252,15 +258,13 @@ func meanSD(xs []float64) (mean, sd float64) {
 	return mean, math.Sqrt(sd / float64(len(xs)-1))
 }
 
-// pooledCV is Σ sd / Σ mean: the round trips' spread relative to their size.
-func pooledCV(sds, means []float64) float64 {
-	s, m := 0.0, 0.0
-	for i := range sds {
-		s += sds[i]
-		m += means[i]
+// median is the middle of xs (the mean of the two middle ones for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
 	}
-	if m == 0 {
-		return 0
-	}
-	return s / m
+	return (s[n/2-1] + s[n/2]) / 2
 }
