@@ -61,8 +61,15 @@ func parseValidateFlags(args []string) (o validate.Options, asJSON, verbose bool
 	if err != nil {
 		return o, false, false, usagef("validate: --%v", err)
 	}
-	if !(*sloMS > 0) {
+	switch {
+	case !(*sloMS > 0):
 		return o, false, false, usagef("validate: --slo-ms must be > 0, got %v", *sloMS)
+	case *maxInst < 1:
+		return o, false, false, usagef("validate: --max-instances must be ≥ 1, got %d", *maxInst)
+	case !(*workerRPS > 0):
+		return o, false, false, usagef("validate: --worker-rps must be > 0, got %v", *workerRPS)
+	case *dur <= 0:
+		return o, false, false, usagef("validate: --duration must be > 0, got %v", *dur)
 	}
 	rt, lib := workerRuntime()
 	o = validate.Options{Model: *model, Policies: strings.Split(*policies, ","), Segments: segs, Wall: *dur,
