@@ -79,6 +79,12 @@ func (r *replicas) local(g *gateway.Gateway) facts.Local {
 			}
 			rep.Models[m] = facts.Counters{Arrivals: c.Arrivals, Completed: c.Completed, Missed: c.Missed,
 				InSystemNS: int64(c.InSystem), Queued: c.Queued}
+			if r.gather != nil && rep.Leader {
+				if rep.Fleet == nil {
+					rep.Fleet = map[string]facts.Counters{}
+				}
+				rep.Fleet[m] = r.gather.Reading(m)
+			}
 		}
 		return rep, nil
 	}

@@ -42,6 +42,9 @@ type Report struct {
 	Leader bool `json:"leader"`
 	// Models maps a model's name to its counters.
 	Models map[string]Counters `json:"models"`
+	// Fleet is, on the leader, the whole fleet's counters its controller reads (the Gatherer's
+	// sums since it first saw each replica); empty on a follower.
+	Fleet map[string]Counters `json:"fleet,omitempty"`
 }
 
 // ErrInvalid wraps every reason Decode refuses a document.
@@ -69,12 +72,14 @@ func Decode(r io.Reader) (Report, error) {
 	if rep.Identity == "" || len(rep.Identity) > 253 {
 		return Report{}, fmt.Errorf("%w: identity must have 1 to 253 bytes, got %d", ErrInvalid, len(rep.Identity))
 	}
-	for name, c := range rep.Models {
-		if name == "" {
-			return Report{}, fmt.Errorf("%w: empty model name", ErrInvalid)
-		}
-		if c.Arrivals < 0 || c.Completed < 0 || c.Missed < 0 || c.InSystemNS < 0 || c.Queued < 0 {
-			return Report{}, fmt.Errorf("%w: model %s: negative counter %+v", ErrInvalid, name, c)
+	for _, m := range []map[string]Counters{rep.Models, rep.Fleet} {
+		for name, c := range m {
+			if name == "" {
+				return Report{}, fmt.Errorf("%w: empty model name", ErrInvalid)
+			}
+			if c.Arrivals < 0 || c.Completed < 0 || c.Missed < 0 || c.InSystemNS < 0 || c.Queued < 0 {
+				return Report{}, fmt.Errorf("%w: model %s: negative counter %+v", ErrInvalid, name, c)
+			}
 		}
 	}
 	return rep, nil

@@ -22,6 +22,7 @@ func TestDecode(t *testing.T) {
 		{"unknown field", `{"identity":"a","models":{},"extra":1}`, false},
 		{"no identity", `{"models":{}}`, false},
 		{"negative", `{"identity":"a","models":{"m":{"arrivals":-1}}}`, false},
+		{"negative fleet", `{"identity":"a","models":{},"fleet":{"m":{"queued":-1}}}`, false},
 		{"empty model", `{"identity":"a","models":{"":{}}}`, false},
 		{"trailing", `{"identity":"a","models":{}} {}`, false},
 		{"not json", `nope`, false},
@@ -169,6 +170,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if rep.Identity == "" {
 			t.Fatal("accepted a report without identity")
+		}
+		for name, c := range rep.Fleet {
+			if name == "" || c.Arrivals < 0 || c.Queued < 0 {
+				t.Fatalf("accepted fleet %q %+v", name, c)
+			}
 		}
 		for name, c := range rep.Models {
 			if name == "" || c.Arrivals < 0 || c.Completed < 0 || c.Missed < 0 || c.InSystemNS < 0 || c.Queued < 0 {
