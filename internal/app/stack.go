@@ -21,6 +21,7 @@ import (
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/provider/kubernetes"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
@@ -158,6 +159,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		return fail(err)
 	}
 	s.Elector, s.Identity, s.Fleet = reps.elector, reps.identity, reps.gather
+	if kp, ok := prov.(*kubernetes.Provider); ok && reps.elector != nil {
+		kp.SetActive(reps.elector.IsLeader) // interrupted pods are replaced by the leader alone
+	}
 	// With leader election the leader's controller keeps each model's fleet: a replica never
 	// launches on its own (three replicas starting at once would launch three fleets).
 	if !cfg.Controller.LeaderElection.Enabled {

@@ -38,7 +38,8 @@ const (
 	foPods       = 3
 	foRate       = 30.0 // requests/s over all replicas
 	foDuration   = 30 * time.Second
-	foKillAt     = 10 * time.Second
+	foKillAt     = 10 * time.Second // the leader
+	foKillFollow = 22 * time.Second // then a follower: the new leader serves alone
 	foLease      = 4 * time.Second
 	foRenew      = 3 * time.Second
 	foRetry      = 500 * time.Millisecond
@@ -257,7 +258,8 @@ func inferBody() []byte {
 }
 
 // TestFailoverOnControlPlane: three `sloserve serve` replicas with leader election serve
-// open-loop load through real workers behind KWOK pods; the leader is SIGKILLed mid-run. A new
+// open-loop load through real workers behind KWOK pods; the leader is SIGKILLed mid-run, and
+// later a follower. A new
 // leader takes over within the lease duration (plus client-go's retry granularity), no pod is
 // launched twice, every request is answered (completed + failed + rejected = requests), the
 // failures are only requests in flight on the killed replica, SLO attainment is back at target
@@ -345,8 +347,10 @@ func TestFailoverOnControlPlane(t *testing.T) {
 	var outs []*outcome
 	var wg sync.WaitGroup
 	alive := slices.Repeat([]bool{true}, foReplicas)
-	var killAt time.Time
-	var inflightAtKill int
+	var killAt, followerKillAt time.Time
+	var inflightAtKill, inflightAtFollowerKill int
+	followerIdx := -1
+	var lastRenew time.Time // the dead leader's last renewal of the Lease
 	rate := foRate
 	interval := time.Duration(float64(time.Second) / rate)
 	loadStart := time.Now()
@@ -381,6 +385,9 @@ func TestFailoverOnControlPlane(t *testing.T) {
 			if err := gws[leaderIdx].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatalf("SIGKILL the leader: %v", err)
 			}
+			if l, err := admin.CoordinationV1().Leases(ns).Get(ctx, foLeaseName, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
+				lastRenew = l.Spec.RenewTime.Time
+			}
 			go func() {
 				for time.Since(killAt) < 5*foLease {
 					if h := holder(); h != "" && h != first {
@@ -391,6 +398,29 @@ func TestFailoverOnControlPlane(t *testing.T) {
 				}
 				close(newLeader)
 			}()
+		}
+		if followerKillAt.IsZero() && at.Sub(loadStart) >= foKillFollow {
+			h := holder()
+			for j := range foReplicas {
+				if alive[j] && "gw-"+strconv.Itoa(j) != h {
+					followerIdx = j
+				}
+			}
+			if followerIdx < 0 {
+				t.Fatalf("no follower left to kill (holder %q)", h)
+			}
+			mu.Lock()
+			alive[followerIdx] = false
+			for _, o := range outs {
+				if o.replica == followerIdx && o.done.IsZero() {
+					inflightAtFollowerKill++
+				}
+			}
+			mu.Unlock()
+			followerKillAt = time.Now()
+			if err := gws[followerIdx].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatalf("SIGKILL the follower: %v", err)
+			}
 		}
 		if i%int(foRate) == 0 { // once a second: the leader's view of the fleet
 			idx := leaderIdx
@@ -446,7 +476,8 @@ func TestFailoverOnControlPlane(t *testing.T) {
 			rejected++
 		case o.err != nil || o.code != 0:
 			failed++
-			if o.replica != leaderIdx || !o.sent.Before(killAt) {
+			inFlightOnKilled := (o.replica == leaderIdx && o.sent.Before(killAt)) || (o.replica == followerIdx && o.sent.Before(followerKillAt))
+			if !inFlightOnKilled {
 				failedElsewhere = append(failedElsewhere, fmt.Sprintf("gw-%d sent %v after start: code %d err %v",
 					o.replica, o.sent.Sub(loadStart).Round(time.Millisecond), o.code, o.err))
 			}
@@ -476,7 +507,10 @@ func TestFailoverOnControlPlane(t *testing.T) {
 	}
 	t.Logf("load: %d requests at %.0f/s over %v through %d replicas; leader %s SIGKILLed at %v (%d of its requests in flight)",
 		len(outs), foRate, foDuration, foReplicas, first, killAt.Sub(loadStart).Round(time.Millisecond), inflightAtKill)
-	t.Logf("failover: new leader %s %v after the SIGKILL (lease_duration %v, retry_period %v)", second, failover.Round(time.Millisecond), foLease, foRetry)
+	t.Logf("failover: new leader %s %v after the SIGKILL, %v after the dead leader's last renewal (lease_duration %v, retry_period %v)",
+		second, failover.Round(time.Millisecond), nl.Sub(lastRenew).Round(time.Millisecond), foLease, foRetry)
+	t.Logf("follower gw-%d SIGKILLed at %v (%d of its requests in flight); the leader %s served alone from then on (holder now %q)",
+		followerIdx, followerKillAt.Sub(loadStart).Round(time.Millisecond), inflightAtFollowerKill, second, holder())
 	t.Logf("requests %d = completed %d + failed %d + rejected %d (unanswered %d); failed elsewhere %d",
 		len(outs), completed, failed, rejected, other, len(failedElsewhere))
 	t.Logf("attainment (≤ %v): %.3f before the kill (%d requests), %.3f from 2 s after the new leader (%d requests); target %.2f",
@@ -502,8 +536,11 @@ func TestFailoverOnControlPlane(t *testing.T) {
 	if len(failedElsewhere) > 0 {
 		t.Errorf("%d failures other than requests in flight on the killed replica: %v", len(failedElsewhere), failedElsewhere[:min(5, len(failedElsewhere))])
 	}
-	if failed > inflightAtKill {
-		t.Errorf("failed %d > %d requests in flight on the killed replica", failed, inflightAtKill)
+	if h := holder(); h != second {
+		t.Errorf("lease holder %q after the follower's death, want %s still", h, second)
+	}
+	if failed > inflightAtKill+inflightAtFollowerKill {
+		t.Errorf("failed %d > %d requests in flight on the killed replicas", failed, inflightAtKill+inflightAtFollowerKill)
 	}
 	if len(created) != foPods || len(late) > 0 {
 		t.Errorf("pods created %d (%d at or after the kill: %v), want %d, none relaunched by the new leader", len(created), len(late), late, foPods)
