@@ -105,7 +105,8 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error
 			return fmt.Errorf("leader: %w", err)
 		}
 		le.Run(ctx)   // returns when leadership is lost or ctx ends
-		e.term.Lock() // the term's lead has returned (or will not run)
+		e.term.Lock()
+		//lint:ignore SA2001 the empty section waits for the term's lead to return (or to be skipped)
 		e.term.Unlock()
 	}
 	return ctx.Err()
