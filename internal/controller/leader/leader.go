@@ -104,7 +104,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error
 		if err != nil {
 			return fmt.Errorf("leader: %w", err)
 		}
-		le.Run(ctx)   // returns when leadership is lost or ctx ends
+		le.Run(ctx) // returns when leadership is lost or ctx ends
 		e.term.Lock()
 		//lint:ignore SA2001 the empty section waits for the term's lead to return (or to be skipped)
 		e.term.Unlock()
