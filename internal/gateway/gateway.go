@@ -67,7 +67,7 @@ type Gateway struct {
 	batchers atomic.Pointer[map[string]*served]
 	closed   atomic.Bool
 	draining atomic.Bool // SetDraining: readiness is false, requests are still served
-	stats    statsTable // per-model request counters (stats.go)
+	stats    statsTable  // per-model request counters (stats.go)
 
 	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repotable.go)
 	repoMgr atomic.Pointer[Repository] // loads and unloads the repository's models; nil: none
