@@ -238,7 +238,7 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 	return failed, errors.Join(errs...)
 }
 
-// Shutdown is a replica's graceful stop (SIGTERM): readiness turns 503 at once
+// Shutdown is a replica's graceful stop (SIGTERM): readiness fails at once (400, as OIP and Triton answer not ready)
 // (Gateway.SetDraining), the listeners keep accepting for delay (gateway.shutdown_delay, for load
 // balancers to take the replica out), then close; the requests already taken — being read,
 // queued or in a batch — are finished while the batchers keep dispatching, and Close fails

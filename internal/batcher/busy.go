@@ -49,15 +49,17 @@ func goneAnswer(err error) bool {
 
 // busyBackoff is how long an instance that answered busy streak times in a row takes no batch
 // from this gateway: half the batch's estimated round trip (a slot the other replicas hold frees,
-// on average, within about that), at least minBusyBackoff, doubled for each further busy answer
-// in a row (the other replicas keep it full), at most maxBusyBackoff — an instance is neither
-// hammered nor left idle for long. A batch it completes resets the streak.
+// on average, within about that), doubled for each further busy answer in a row (the other
+// replicas keep it full), at most twice the round trip — an instance is neither hammered nor
+// left idle for long: every replica backing off at once must not starve a worker whose batches
+// take a millisecond — and always within [minBusyBackoff, maxBusyBackoff]. A batch it completes
+// resets the streak.
 func busyBackoff(expect time.Duration, streak int) time.Duration {
-	d := max(expect/2, minBusyBackoff)
-	for i := 1; i < streak && d < maxBusyBackoff; i++ {
+	d, most := max(expect/2, minBusyBackoff), max(2*expect, minBusyBackoff)
+	for i := 1; i < streak && d < most; i++ {
 		d *= 2
 	}
-	return min(d, maxBusyBackoff)
+	return min(d, most, maxBusyBackoff)
 }
 
 // bounce handles a completed flight whose instance answered busy: the instance backs off, and

@@ -102,14 +102,14 @@ type Gateway struct {
 	RetryAfter time.Duration `yaml:"retry_after"`
 	// SyncInterval is how often the gateway reconciles its instances with the provider (duration).
 	SyncInterval time.Duration `yaml:"sync_interval"`
-	// ShutdownGrace bounds a graceful shutdown on SIGTERM or SIGINT (duration): readiness turns
-	// 503, after shutdown_delay the listeners close, and the requests the gateway holds (being
+	// ShutdownGrace bounds a graceful shutdown on SIGTERM or SIGINT (duration): readiness fails
+	// (/v2/health/ready answers 400), after shutdown_delay the listeners close, and the requests the gateway holds (being
 	// read, queued or in a batch) are finished; whatever is left when the grace ends is failed
 	// and the process exits. Keep it below the pod's terminationGracePeriodSeconds. 0 means
 	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// ShutdownDelay is how long a shutting-down gateway keeps accepting connections after its
-	// readiness turned 503 (duration), so that load balancers (a Kubernetes Service's
+	// readiness started failing (duration), so that load balancers (a Kubernetes Service's
 	// endpoints) stop sending it new ones first; 0 (the default) closes the listeners at once,
 	// which clients of a set of replicas see as a refused connection to retry elsewhere.
 	ShutdownDelay time.Duration `yaml:"shutdown_delay"`

@@ -80,7 +80,7 @@ type Gateway struct {
 // served. Close ends it.
 func (g *Gateway) SetDraining() {
 	if !g.draining.Swap(true) {
-		g.log.Info("gateway draining: readiness is now 503")
+		g.log.Info("gateway draining: readiness now fails")
 	}
 }
 
