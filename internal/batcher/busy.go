@@ -18,9 +18,10 @@ import (
 // keeps deciding with the slots it can actually use — and puts the batch back at the head of
 // the queue, to go to another instance (or the same one once the back-off ends) before the
 // requests' deadlines. A worker that is draining answers 503: the batch goes to another instance
-// if the model has one (like a batch to an unreachable instance), the draining one rests. After
-// maxBusyTries bounces a request is refused with ErrInstancesBusy (429, Retry-After), so a
-// fleet overloaded by every replica together sheds load instead of queueing it unboundedly.
+// if the model has one (like a batch to an unreachable instance), the draining one rests. A
+// request is refused with ErrInstancesBusy (429, Retry-After) once its deadline no longer leaves
+// time for its batch (rather than a 504 later), or after maxBusyTries bounces, so a fleet
+// overloaded by every replica together sheds load instead of queueing it unboundedly.
 
 // ErrInstancesBusy means the model's instances kept refusing the request's batch as overloaded
 // (their own concurrency limit, shared with other gateway replicas): retry later (429).
@@ -30,7 +31,7 @@ var ErrInstancesBusy = fmt.Errorf("gateway: every instance is busy: %w", oip.Err
 const (
 	minBusyBackoff = time.Millisecond
 	maxBusyBackoff = 50 * time.Millisecond
-	maxBusyTries   = 16
+	maxBusyTries   = 64
 )
 
 // busyAnswer reports whether err is an instance's 429: its in-flight limit refused the batch
@@ -63,12 +64,13 @@ func busyBackoff(expect time.Duration, streak int) time.Duration {
 }
 
 // bounce handles a completed flight whose instance answered busy: the instance backs off, and
-// each request goes back to the head of the queue unless it has bounced maxBusyTries times
-// (then it is refused with ErrInstancesBusy). The requests' deadlines still bound them: expire
-// answers 504 for any that waits too long. Runs on the batcher goroutine.
+// each request goes back to the head of the queue unless its deadline leaves less than the
+// batch's estimated round trip after the back-off, or it has bounced maxBusyTries times (then it
+// is refused with ErrInstancesBusy). Runs on the batcher goroutine.
 func (b *Batcher) bounce(f *flight, now time.Time) {
 	f.inst.busyStreak++
-	if until := now.Add(busyBackoff(f.expect, f.inst.busyStreak)); until.After(f.inst.busyUntil) {
+	until := now.Add(busyBackoff(f.expect, f.inst.busyStreak))
+	if until.After(f.inst.busyUntil) {
 		f.inst.busyUntil = until
 	}
 	b.bounces.Add(1)
@@ -76,7 +78,7 @@ func (b *Batcher) bounce(f *flight, now time.Time) {
 	for _, c := range f.calls {
 		c.bounces++
 		c.tries-- // a bounce ran nothing: it does not use up the call's retries (maxTries)
-		if c.bounces >= maxBusyTries {
+		if c.bounces >= maxBusyTries || !until.Add(f.expect).Before(c.deadline) {
 			c.done <- result{err: oip.WithRetryAfter(ErrInstancesBusy, time.Second)}
 			continue
 		}

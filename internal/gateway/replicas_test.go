@@ -87,24 +87,36 @@ func TestReplicasShareInstanceSlots(t *testing.T) {
 }
 
 // An instance that refuses every batch as busy makes the gateway answer 429 (retry later) after
-// a bounded number of bounces: never a 5xx, never a request held until its deadline.
+// a bounded number of bounces, or as soon as the deadline leaves no time for the batch: never a
+// 5xx, never a request held until its deadline.
 func TestBusyInstanceAnswers429(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lb := &limitBackend{fakeBackend: &fakeBackend{}, limit: 0}
-		g := newFaultGateway(t, lb, &fixedPolicy{Max: 1, Wait: 0}, 10*time.Second, 1)
-		start := time.Now()
-		_, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("r", 1), Arrival: start})
-		if !errors.Is(err, ErrInstancesBusy) || oip.StatusOf(err) != http.StatusTooManyRequests {
-			t.Fatalf("answer of an always-busy instance: %v (status %d), want ErrInstancesBusy (429)", err, oip.StatusOf(err))
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("answered after %v; the bounces should end well before the 10 s deadline", d)
-		}
-		if lb.refused < 2 {
-			t.Errorf("refused %d times, want the batch bounced more than once", lb.refused)
-		}
-		g.Close(context.Background())
-	})
+	for _, tc := range []struct {
+		name      string
+		threshold time.Duration
+		within    time.Duration
+	}{
+		{"long deadline: after the bounces", 10 * time.Second, time.Second},
+		{"short deadline: before it passes", 20 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lb := &limitBackend{fakeBackend: &fakeBackend{}, limit: 0}
+				g := newFaultGateway(t, lb, &fixedPolicy{Max: 1, Wait: 0}, tc.threshold, 1)
+				start := time.Now()
+				_, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("r", 1), Arrival: start})
+				if !errors.Is(err, ErrInstancesBusy) || oip.StatusOf(err) != http.StatusTooManyRequests {
+					t.Fatalf("answer of an always-busy instance: %v (status %d), want ErrInstancesBusy (429)", err, oip.StatusOf(err))
+				}
+				if d := time.Since(start); d >= tc.within {
+					t.Errorf("answered after %v, want within %v", d, tc.within)
+				}
+				if lb.refused < 2 {
+					t.Errorf("refused %d times, want the batch bounced more than once", lb.refused)
+				}
+				g.Close(context.Background())
+			})
+		})
+	}
 }
 
 // newReplica is one gateway replica of model m with instances a0..a{n-1} of slots slots each.
