@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/load/bench"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -31,6 +32,9 @@ func runBench(ctx context.Context, args []string, e env) error {
 	payloads, err := samplePayloads(o.model, o.rows)
 	if err != nil {
 		return usagef("bench gateway: --model: %v", err)
+	}
+	if o.replicas > 0 {
+		return benchReplicas(ctx, e, o, payloads)
 	}
 	prov, addr, rt, err := benchWorker(ctx, o.model)
 	if prov != nil {
@@ -70,6 +74,10 @@ type benchOptions struct {
 	dur, latDur  time.Duration
 	protocols    []string // nil: the proxy comparison
 	rows         int      // images per request
+	replicas     int      // > 0: the gateway replicas measurement (benchReplicas)
+	workers      int      // its workers
+	slots        int      // its slots per worker
+	policy       string   // its batching policy
 }
 
 // parseBenchFlags parses and checks bench gateway's flags; a bad one is a usage error naming it.
@@ -83,10 +91,15 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
 	rows := fs.Int("rows", 0, "images per request (default 1, and 192 with --protocol: 192 Fashion-MNIST images are 150 528 floats, one 224×224 RGB image's worth, the input size at which a front protocol's encoding is what it costs)")
 	protocol := fs.String("protocol", "", "`protocol` to measure through the gateway instead of the proxy comparison: rest-json, rest-binary, grpc-raw or all (prints each throughput and its ratio to rest-json's, from one run)")
+	replicas := fs.Int("replicas", 0, "measure 1, 2, … `N` gateway processes (sloserve serve --instances) sharing the same workers, in one run: throughput, its ratio to one replica, p50/p99")
+	workers := fs.Int("workers", 2, "with --replicas: worker processes the replicas share")
+	slots := fs.Int("slots", 2, "with --replicas: batches a worker runs at once (its --max-in-flight) and each replica's model slots")
+	policy := fs.String("policy", "mlproxy", "with --replicas: the replicas' batching `policy` (none, fixed, mlproxy, …)")
 	if err := parseFlags(fs, args); err != nil {
 		return benchOptions{}, err
 	}
-	o := benchOptions{asJSON: *asJSON, model: *model, conc: *conc, rounds: *rounds, dur: *dur, latDur: *latDur, rows: *rows}
+	o := benchOptions{asJSON: *asJSON, model: *model, conc: *conc, rounds: *rounds, dur: *dur, latDur: *latDur, rows: *rows,
+		replicas: *replicas, workers: *workers, slots: *slots, policy: *policy}
 	switch {
 	case o.rows < 0:
 		return o, usagef("bench gateway: --rows must be ≥ 0, got %d", o.rows)
@@ -98,6 +111,17 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return o, usagef("bench gateway: --latency-duration must be > 0, got %v", o.latDur)
 	case o.rounds < 1:
 		return o, usagef("bench gateway: --rounds must be ≥ 1, got %d", o.rounds)
+	case o.replicas < 0 || o.replicas > 16:
+		return o, usagef("bench gateway: --replicas must be in [0, 16], got %d", o.replicas)
+	case o.workers < 1 || o.workers > 16:
+		return o, usagef("bench gateway: --workers must be in [1, 16], got %d", o.workers)
+	case o.slots < 1:
+		return o, usagef("bench gateway: --slots must be ≥ 1, got %d", o.slots)
+	case o.replicas > 0 && *protocol != "":
+		return o, usagef("bench gateway: --replicas and --protocol are separate measurements; pick one")
+	}
+	if !slices.Contains(batching.Names(), o.policy) {
+		return o, usagef("bench gateway: --policy must be one of %v, got %q", batching.Names(), o.policy)
 	}
 	switch *protocol {
 	case "":

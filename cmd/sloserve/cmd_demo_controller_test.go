@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +19,11 @@ import (
 // worker process.
 func TestMain(m *testing.M) {
 	if os.Getenv("SLOSERVE_TEST_AS_MAIN") == "1" {
-		os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+		// As main does: SIGTERM and SIGINT end the command gracefully.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(exitCode(err, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -32,6 +32,14 @@ func TestServingCommandsUsageErrors(t *testing.T) {
 		{"bench no subcommand", []string{"bench"}, "bench gateway"},
 		{"bench bad concurrency", []string{"bench", "gateway", "--concurrency", "0"}, "--concurrency"},
 		{"bench unknown model", []string{"bench", "gateway", "--model", "nope"}, "--model"},
+		{"bench negative replicas", []string{"bench", "gateway", "--replicas", "-1"}, "--replicas"},
+		{"bench zero workers", []string{"bench", "gateway", "--replicas", "2", "--workers", "0"}, "--workers"},
+		{"bench zero slots", []string{"bench", "gateway", "--replicas", "2", "--slots", "0"}, "--slots"},
+		{"bench unknown policy", []string{"bench", "gateway", "--replicas", "2", "--policy", "magic"}, "--policy"},
+		{"serve instances not model=URL", []string{"serve", "--instances", "logreg"}, "--instances"},
+		{"serve instances bad URL", []string{"serve", "--instances", "logreg=ftp://x"}, "--instances"},
+		{"serve instances unknown model", []string{"serve", "--instances", "nope=http://127.0.0.1:1"}, "--instances"},
+		{"serve delay beyond grace", []string{"serve", "--config", "testdata/serve-bad-shutdown.yaml"}, "gateway.shutdown_delay"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

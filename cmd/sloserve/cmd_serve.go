@@ -10,13 +10,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/models"
+	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/telemetry"
 	bundled "github.com/sloserve/sloserve/models"
 )
@@ -24,7 +24,7 @@ import (
 // runServe runs the gateway and its fleet (local workers, or pods with provider.kind
 // kubernetes or $SLOSERVE_PROVIDER=kubernetes) until interrupted.
 func runServe(ctx context.Context, args []string, e env) error {
-	cfg, level, err := parseServeFlags(args)
+	cfg, level, attach, err := parseServeFlags(args)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	defer tr.Shutdown(context.Background())
 	bv := readBuildVersion()
-	st, err := app.Start(ctx, cfg, app.StackOptions{Logger: log, Tracing: tr, Env: workerEnv,
+	st, err := app.Start(ctx, cfg, app.StackOptions{Logger: log, Tracing: tr, Env: workerEnv, Attach: attach,
 		Build: gateway.BuildInfo{Version: bv.Version, Commit: bv.Commit, GoVersion: bv.GoVersion}})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -52,16 +52,15 @@ func runServe(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "OIP v2 gRPC on %s\n", st.GRPCAddr)
 	}
 	serveUntilDone(ctx, st, cfg, log)
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	failed, err := st.Close(sctx)
+	failed, err := st.Shutdown(cfg.Gateway.EffectiveShutdownGrace(), cfg.Gateway.ShutdownDelay)
 	fmt.Fprintf(e.stdout, "sloserve gateway stopped (%d waiting requests failed)\n", failed)
 	return err
 }
 
 // parseServeFlags turns serve's flags (over --config or the bundled default) into a validated
-// configuration and the log level; a bad flag or field is a usage error naming it.
-func parseServeFlags(args []string) (config.Config, slog.Level, error) {
+// configuration, the log level and the instances to attach to (--instances); a bad flag or
+// field is a usage error naming it.
+func parseServeFlags(args []string) (config.Config, slog.Level, []provider.Instance, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "serving configuration `file` (YAML, see examples/serve.yaml); default: every bundled model on 127.0.0.1:8080")
 	addr := fs.String("addr", "", "override gateway.addr (`host:port`)")
@@ -69,12 +68,13 @@ func parseServeFlags(args []string) (config.Config, slog.Level, error) {
 	repo := fs.String("model-repository", "", "serve the Triton-style model repository `dir` (<model>/<version>/model.onnx, optional <model>/config.yaml); overrides model_repository; without --config only its models are served")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "", "override gateway.log_format: text or json (one JSON object per line)")
+	instances := fs.String("instances", "", "attach to running workers instead of launching any: comma-separated `model=URL` pairs (a gateway replica sharing the workers of another; its controller is none)")
 	var level slog.Level
 	if err := parseFlags(fs, args); err != nil {
-		return config.Config{}, level, err
+		return config.Config{}, level, nil, err
 	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return config.Config{}, level, usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
+		return config.Config{}, level, nil, usagef("serve: --log-level %q must be debug, info, warn or error", *logLevel)
 	}
 	cfg := defaultServeConfig()
 	if *repo != "" && *path == "" {
@@ -83,7 +83,7 @@ func parseServeFlags(args []string) (config.Config, slog.Level, error) {
 	if *path != "" {
 		c, err := config.Load(*path)
 		if err != nil {
-			return cfg, level, usagef("serve: --config: %v", err)
+			return cfg, level, nil, usagef("serve: --config: %v", err)
 		}
 		cfg = c
 	}
@@ -92,23 +92,43 @@ func parseServeFlags(args []string) (config.Config, slog.Level, error) {
 	cfg.ModelRepository = cmp.Or(*repo, cfg.ModelRepository)
 	if cfg.ModelRepository != "" {
 		if st, err := os.Stat(cfg.ModelRepository); err != nil || !st.IsDir() {
-			return cfg, level, usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
+			return cfg, level, nil, usagef("serve: --model-repository (model_repository) %q is not a directory", cfg.ModelRepository)
 		}
 	}
 	if *logFormat != "" {
 		if *logFormat != telemetry.FormatText && *logFormat != telemetry.FormatJSON {
-			return cfg, level, usagef("serve: --log-format %q must be text or json", *logFormat)
+			return cfg, level, nil, usagef("serve: --log-format %q must be text or json", *logFormat)
 		}
 		cfg.Gateway.LogFormat = *logFormat
 	}
 	cfg.Gateway.AdminToken = cmp.Or(cfg.Gateway.AdminToken, os.Getenv("SLOSERVE_ADMIN_TOKEN"))
+	attach, err := attachInstances(&cfg, *instances)
+	if err != nil {
+		return cfg, level, nil, err
+	}
 	if err := cfg.ApplyEnv(os.Getenv); err != nil {
-		return cfg, level, usagef("serve: %v", err)
+		return cfg, level, nil, usagef("serve: %v", err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, level, usagef("serve: %v", err)
+		return cfg, level, nil, usagef("serve: %v", err)
 	}
-	return cfg, level, nil
+	return cfg, level, attach, nil
+}
+
+// attachInstances parses --instances (nil when empty) and makes cfg serve those instances only
+// (app.AttachConfig); a bad value is a usage error naming the flag.
+func attachInstances(cfg *config.Config, s string) ([]provider.Instance, error) {
+	if s == "" {
+		return nil, nil
+	}
+	insts, err := app.ParseInstances(s)
+	if err == nil {
+		insts, err = app.AttachConfig(cfg, insts)
+	}
+	if err != nil {
+		return nil, usagef("serve: --instances: %v", err)
+	}
+	return insts, nil
 }
 
 // serveTracing starts trace propagation (and export when gateway.otlp_endpoint or

@@ -54,6 +54,7 @@ func bundledWorkerMain(args []string) int {
 	names := fs.String("models", "", "")
 	fs.String("runtime", "", "")
 	fs.String("onnxruntime-lib", "", "")
+	fs.Int("max-in-flight", 0, "") // the local provider bounds each worker's batches in flight
 	if len(args) == 0 || fs.Parse(args[1:]) != nil {
 		return 2
 	}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +28,21 @@ import (
 // newProvider builds and starts the provider cfg.Provider.Kind names. The result implements
 // io.Closer (Stack.Close closes it).
 func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log *slog.Logger) (provider.Provider, error) {
+	if len(opts.Attach) > 0 {
+		return &staticProvider{insts: slices.Clone(opts.Attach)}, nil
+	}
 	switch kind := cfg.Provider.Kind; kind {
 	case config.ProviderLocal, "":
 		w := cfg.Workers
-		args := append([]string{"--runtime", w.Runtime}, w.Args...)
+		// Each worker enforces its own concurrency — the models' slots — so that gateway
+		// replicas sharing it never overload it (internal/batcher/busy.go); workers.args may
+		// override it (the last --max-in-flight wins). A repository's models set their slots
+		// in their own config.yaml, unknown here: their workers run without a limit.
+		args := []string{"--runtime", w.Runtime}
+		if cfg.ModelRepository == "" {
+			args = append(args, "--max-in-flight", strconv.Itoa(maxSlots(cfg.Models)))
+		}
+		args = append(args, w.Args...)
 		if w.ONNXRuntimeLib != "" {
 			args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
 		}
@@ -61,6 +73,16 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 	default:
 		return nil, fmt.Errorf("provider.kind: unknown provider %q", kind)
 	}
+}
+
+// maxSlots is the largest slots of the models (at least 1): the batches one local worker takes at
+// once.
+func maxSlots(ms []config.Model) int {
+	n := 1
+	for _, m := range ms {
+		n = max(n, m.Slots)
+	}
+	return n
 }
 
 // KubernetesConfig converts the file's provider.kubernetes section to the provider's Config:

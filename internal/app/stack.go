@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientset "k8s.io/client-go/kubernetes"
@@ -50,6 +51,10 @@ type StackOptions struct {
 	// Tracing propagates the clients' W3C trace context to the workers (and records spans when
 	// it exports); nil propagates nothing.
 	Tracing *telemetry.Tracing
+	// Attach, when not empty, are running instances (e.g. the workers another gateway replica
+	// launched) this gateway serves instead of launching its own: the provider is static
+	// (ErrStaticFleet) and the configuration must have gone through AttachConfig.
+	Attach []provider.Instance
 }
 
 // Stack is a running gateway with its fleet (local worker processes or Kubernetes pods) and its
@@ -257,6 +262,26 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 	}
 	removeStage(s.stage)
 	return failed, errors.Join(errs...)
+}
+
+// Shutdown is a replica's graceful stop (SIGTERM): readiness fails at once (400, as OIP and Triton answer not ready)
+// (Gateway.SetDraining), the listeners keep accepting for delay (gateway.shutdown_delay, for load
+// balancers to take the replica out), then close; the requests already taken — being read,
+// queued or in a batch — are finished while the batchers keep dispatching, and Close fails
+// whatever is left when grace (gateway.shutdown_grace, counted from the call) has passed. It
+// returns Close's results.
+func (s *Stack) Shutdown(grace, delay time.Duration) (int, error) {
+	start := time.Now()
+	s.Gateway.SetDraining()
+	s.log.Info("graceful shutdown", "grace", grace, "delay", delay)
+	if delay > 0 {
+		time.Sleep(min(delay, grace))
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(grace))
+	defer cancel()
+	failed, err := s.Close(ctx)
+	s.log.Info("graceful shutdown done", "took", time.Since(start), "failed_waiting", failed)
+	return failed, err
 }
 
 // Reload asks for a rescan of the model repository (SIGHUP): new models are loaded, changed

@@ -35,6 +35,7 @@ func fakeWorkerMain(args []string) int {
 	fs.String("models", "", "")
 	fs.String("runtime", "", "")
 	fs.Int("threads", 1, "") // the local provider passes an INFless instance's threads
+	fs.Int("max-in-flight", 0, "")
 	if len(args) == 0 || fs.Parse(args[1:]) != nil {
 		return 2
 	}

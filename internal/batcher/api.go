@@ -103,7 +103,7 @@ type Observer interface {
 // observeFlight reports the queue wait and the backend round trip of each request of a batch
 // that was answered (not one sent back to the queue for a retry).
 func (b *Batcher) observeFlight(f *flight) {
-	if f.retry || f.completed.IsZero() {
+	if f.retry || f.busy || f.completed.IsZero() {
 		return
 	}
 	rt := f.completed.Sub(f.dispatched)

@@ -37,6 +37,9 @@ type call struct {
 	lead  chan *flight
 	state atomic.Int32 // callWaiting → callLeading (batcher) or callAbandoned (client gone)
 	tries int          // batches this call was sent in; owned by the batcher goroutine
+	// bounces counts the batches of this call an instance refused as busy (bounce); owned by
+	// the batcher goroutine.
+	bounces int
 }
 
 // Call states, for the hand-over of a batch to its first request's goroutine.
@@ -82,6 +85,11 @@ type backendInst struct {
 	// downUntil is set when the instance could not be reached: it takes no batch before then
 	// (a crashed worker, until the provider restarts it and Sync replaces it).
 	downUntil time.Time
+	// busyUntil is set when the instance answered a batch busy (429/503, its own concurrency
+	// limit shared with other gateway replicas): it counts no free slot before then (bounce).
+	busyUntil time.Time
+	// busyStreak counts its busy answers since its last completed batch (busyBackoff).
+	busyStreak int
 	// flights are the batches in flight on the instance, for the admission estimate.
 	flights []*flight
 }
@@ -104,6 +112,7 @@ type flight struct {
 	// may be tried again: the batcher then puts them back at the head of the queue.
 	retry    bool
 	canRetry bool
+	busy     bool  // the instance refused the batch as busy (429/503): bounce it, nothing ran
 	hung     bool  // the instance did not answer the last attempt in time (no retry left)
 	alive    bool  // after a timeout, the instance still answered its health check: not benched
 	err      error // the answer for every request when a retry is not possible
@@ -137,6 +146,7 @@ type Batcher struct {
 	md      atomic.Pointer[oip.ModelMetadata]
 
 	batches, dispatched atomic.Int64 // for Stats
+	bounces             atomic.Int64 // batches refused busy by an instance (Bounces)
 	est                 estimator    // batch time, max batch and slots, for admission and timeouts
 
 	in          chan *call
@@ -342,9 +352,11 @@ func (b *Batcher) step(now time.Time) {
 	if own := b.ownWake(now); !own.IsZero() && (wake.IsZero() || own.Before(wake)) {
 		wake = own
 	}
-	for _, in := range b.insts { // an instance coming back from down frees slots
-		if now.Before(in.downUntil) && (wake.IsZero() || in.downUntil.Before(wake)) {
-			wake = in.downUntil
+	for _, in := range b.insts { // an instance coming back from down or busy frees slots
+		for _, t := range [...]time.Time{in.downUntil, in.busyUntil} {
+			if now.Before(t) && (wake.IsZero() || t.Before(wake)) {
+				wake = t
+			}
 		}
 	}
 	if wake.IsZero() || len(b.q) == 0 {
@@ -394,7 +406,7 @@ func (b *Batcher) earliestDeadline() time.Time {
 func (b *Batcher) free(now time.Time) int {
 	n := 0
 	for _, in := range b.insts {
-		if in.MaxWait == 0 && in.usable(now) && in.outstanding < in.Slots {
+		if in.MaxWait == 0 && in.usable(now) && !now.Before(in.busyUntil) && in.outstanding < in.Slots {
 			n += in.Slots - in.outstanding
 		}
 	}
@@ -437,7 +449,7 @@ func (b *Batcher) ownWake(now time.Time) time.Time {
 	}
 	var wake time.Time
 	for _, in := range b.insts {
-		if in.MaxWait > 0 && in.usable(now) && in.outstanding < in.Slots {
+		if in.MaxWait > 0 && in.usable(now) && !now.Before(in.busyUntil) && in.outstanding < in.Slots {
 			if t := b.q[0].arrival.Add(in.MaxWait); wake.IsZero() || t.Before(wake) {
 				wake = t
 			}
@@ -451,7 +463,7 @@ func (b *Batcher) dispatchTo(n int, now time.Time, eligible func(*backendInst) b
 	b.snap = b.snap[:0]
 	for _, in := range b.insts {
 		free := in.Slots - in.outstanding
-		if !in.usable(now) || free < 0 || !eligible(in) {
+		if !in.usable(now) || now.Before(in.busyUntil) || free < 0 || !eligible(in) {
 			free = 0
 		}
 		b.snap = append(b.snap, dispatch.Instance{ID: in.ID, Free: free, Outstanding: in.outstanding, Weight: in.weight})
@@ -535,7 +547,14 @@ func (b *Batcher) send(f *flight) {
 		}
 		f.hung = true
 	}
-	if err != nil && f.canRetry && unreachable(err) && b.ctx.Err() == nil {
+	if err != nil && !hung && busyAnswer(err) && b.ctx.Err() == nil {
+		// The instance refused the batch before running it (its own in-flight limit, shared
+		// with other gateway replicas): the batcher bounces it (busy.go).
+		f.busy, f.failed = true, true
+		b.completions <- f
+		return
+	}
+	if err != nil && f.canRetry && (unreachable(err) || goneAnswer(err)) && b.ctx.Err() == nil {
 		// Nothing was computed: the batcher sends the batch to another instance if it has one,
 		// or fails it (complete).
 		f.retry, f.failed, f.err = true, true, backendError(err, n)
@@ -635,6 +654,7 @@ func (b *Batcher) complete(f *flight) {
 	}
 	switch {
 	case !f.failed:
+		f.inst.busyStreak = 0
 		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
 		b.obs.Executed(f.rows, f.completed.Sub(f.dispatched), func(yield func(time.Duration) bool) {
 			for _, c := range f.calls {
@@ -655,6 +675,10 @@ func (b *Batcher) complete(f *flight) {
 	}
 	if f.inst.draining && f.inst.outstanding == 0 {
 		b.removeInstance(f.inst)
+	}
+	if f.busy {
+		b.bounce(f, time.Now()) // no batch ran: nothing for the estimate or the policy
+		return
 	}
 	if f.retry {
 		now := time.Now()
@@ -805,7 +829,13 @@ func (b *Batcher) shutdown() {
 	b.obs.QueueLength(0)
 	// Let batches in flight finish; their completions are consumed here so send never blocks.
 	go func() { b.flights.Wait(); close(b.completions) }()
-	for range b.completions {
+	for f := range b.completions {
+		if f.busy || f.retry { // sent back by send, answered by nobody yet
+			for _, c := range f.calls {
+				c.done <- result{err: ErrShuttingDown}
+				b.failed++
+			}
+		}
 	}
 }
 

@@ -31,3 +31,25 @@ func TestAttemptTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestBusyBackoff(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		expect time.Duration
+		streak int
+		want   time.Duration
+	}{
+		{"no estimate: the floor", 0, 1, minBusyBackoff},
+		{"half the batch time", 10 * time.Millisecond, 1, 5 * time.Millisecond},
+		{"doubled per busy answer in a row", 10 * time.Millisecond, 2, 10 * time.Millisecond},
+		{"at most twice the batch time", 10 * time.Millisecond, 10, 20 * time.Millisecond},
+		{"a fast model's floor", 100 * time.Microsecond, 10, minBusyBackoff},
+		{"a slow model's batch is capped too", time.Second, 1, maxBusyBackoff},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := busyBackoff(c.expect, c.streak); got != c.want {
+				t.Errorf("busyBackoff(%v, %d) (-want +got): -%v +%v", c.expect, c.streak, c.want, got)
+			}
+		})
+	}
+}

@@ -102,6 +102,17 @@ type Gateway struct {
 	RetryAfter time.Duration `yaml:"retry_after"`
 	// SyncInterval is how often the gateway reconciles its instances with the provider (duration).
 	SyncInterval time.Duration `yaml:"sync_interval"`
+	// ShutdownGrace bounds a graceful shutdown on SIGTERM or SIGINT (duration): readiness fails
+	// (/v2/health/ready answers 400), after shutdown_delay the listeners close, and the requests the gateway holds (being
+	// read, queued or in a batch) are finished; whatever is left when the grace ends is failed
+	// and the process exits. Keep it below the pod's terminationGracePeriodSeconds. 0 means
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// ShutdownDelay is how long a shutting-down gateway keeps accepting connections after its
+	// readiness started failing (duration), so that load balancers (a Kubernetes Service's
+	// endpoints) stop sending it new ones first; 0 (the default) closes the listeners at once,
+	// which clients of a set of replicas see as a refused connection to retry elsewhere.
+	ShutdownDelay time.Duration `yaml:"shutdown_delay"`
 	// Dispatch names the pick that chooses the instance for each batch (internal/dispatch:
 	// least-outstanding, weighted-least-outstanding or round-robin).
 	Dispatch string `yaml:"dispatch"`
@@ -131,6 +142,18 @@ type Gateway struct {
 	// "" uses $OTEL_EXPORTER_OTLP_ENDPOINT, and when both are empty nothing is exported (the
 	// clients' W3C traceparent is still passed on to the workers).
 	OTLPEndpoint string `yaml:"otlp_endpoint"`
+}
+
+// DefaultShutdownGrace is gateway.shutdown_grace's default: 25 s, within Kubernetes' default
+// terminationGracePeriodSeconds of 30.
+const DefaultShutdownGrace = 25 * time.Second
+
+// EffectiveShutdownGrace is ShutdownGrace, or DefaultShutdownGrace when 0.
+func (g Gateway) EffectiveShutdownGrace() time.Duration {
+	if g.ShutdownGrace > 0 {
+		return g.ShutdownGrace
+	}
+	return DefaultShutdownGrace
 }
 
 // Workers configures the local provider.
@@ -272,6 +295,7 @@ func Default() Config {
 			BackendTimeout:           30 * time.Second,
 			RetryAfter:               time.Second,
 			SyncInterval:             500 * time.Millisecond,
+			ShutdownGrace:            DefaultShutdownGrace,
 			Dispatch:                 dispatch.DefaultName,
 			LogFormat:                "text",
 		},
@@ -312,6 +336,9 @@ func (c Config) Validate() error {
 	}
 	if g.MaxHeaderBytes <= 0 {
 		return fmt.Errorf("gateway.max_header_bytes: must be > 0, got %d", g.MaxHeaderBytes)
+	}
+	if g.ShutdownGrace < 0 || g.ShutdownDelay < 0 || (g.ShutdownDelay > 0 && g.ShutdownDelay >= g.EffectiveShutdownGrace()) {
+		return fmt.Errorf("gateway.shutdown_grace and gateway.shutdown_delay: must be ≥ 0 and the delay below the grace, got %v and %v", g.ShutdownGrace, g.ShutdownDelay)
 	}
 	if (g.TLSCert == "") != (g.TLSKey == "") {
 		return fmt.Errorf("gateway.tls_cert and gateway.tls_key: set both or neither, got %q and %q", g.TLSCert, g.TLSKey)

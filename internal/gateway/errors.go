@@ -23,6 +23,8 @@ var (
 	ErrNoMetadata = fmt.Errorf("gateway: model metadata not known yet (no instance reached): %w", oip.ErrUnavailable)
 	// ErrBackendUnavailable is batcher.ErrBackendUnavailable.
 	ErrBackendUnavailable = batcher.ErrBackendUnavailable
+	// ErrInstancesBusy is batcher.ErrInstancesBusy.
+	ErrInstancesBusy = batcher.ErrInstancesBusy
 )
 
 // BadGatewayError means the instance failed the batch (batcher.BadGatewayError); the handler

@@ -71,6 +71,7 @@ type Gateway struct {
 	batchers atomic.Pointer[map[string]*served]
 	closed   atomic.Bool
 	unsynced atomic.Bool // Options.ReadyAfterSync and no clean Sync yet
+	draining atomic.Bool // SetDraining: readiness is false, requests are still served
 	stats    statsTable  // per-model request counters (stats.go)
 
 	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repotable.go)
@@ -78,6 +79,18 @@ type Gateway struct {
 
 	detailLogged, detailSkipped atomic.Int64 // logDetail's rate limit: last log (Unix ns), left out
 }
+
+// SetDraining starts a graceful shutdown: readiness (Ready, /v2/health/ready) turns false so
+// that load balancers send no new connections, while every request that arrives is still
+// served. Close ends it.
+func (g *Gateway) SetDraining() {
+	if !g.draining.Swap(true) {
+		g.log.Info("gateway draining: readiness now fails")
+	}
+}
+
+// Draining reports whether SetDraining was called.
+func (g *Gateway) Draining() bool { return g.draining.Load() }
 
 // New returns a Gateway with no models.
 func New(opts Options) (*Gateway, error) {
