@@ -26,16 +26,16 @@ const quickProfileReps = 5
 // newController builds the stack's controller: one entry per model, with the scaler named by
 // cfg.Controller.Policy planning on the model's instance type — μ* from instance_type.rps when
 // configured, else from a quick profile of the model on its first ready instance.
-func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, log *slog.Logger) (*controller.Controller, error) {
+func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, log *slog.Logger) (*controller.Controller, []controller.Model, error) {
 	var models []controller.Model
 	for _, m := range cfg.Models {
 		curve, err := modelCurve(ctx, cfg, m, g, insts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cm, err := controller.NewModel(cfg, m, curve, time.Now())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		models = append(models, cm)
 	}
@@ -43,8 +43,9 @@ func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, p
 		c, err := g.Counters(model)
 		return controller.Reading{Arrivals: c.Arrivals, Completed: c.Completed, Missed: c.Missed, InSystem: c.InSystem, Queued: c.Queued}, err
 	}
-	return controller.New(prov, g, read, models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
+	ctl, err := controller.New(prov, g, read, models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
 		DrainTimeout: cfg.Gateway.BackendTimeout})
+	return ctl, models, err
 }
 
 // modelCurve is the service-time curve the controller plans a model with.

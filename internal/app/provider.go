@@ -26,16 +26,21 @@ import (
 
 // newProvider builds and starts the provider cfg.Provider.Kind names. The result implements
 // io.Closer (Stack.Close closes it).
+// localConfig is the local provider's configuration of cfg's workers.
+func localConfig(cfg config.Config, opts StackOptions) local.Config {
+	w := cfg.Workers
+	args := append([]string{"--runtime", w.Runtime}, w.Args...)
+	if w.ONNXRuntimeLib != "" {
+		args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
+	}
+	return local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
+		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
+}
+
 func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log *slog.Logger) (provider.Provider, error) {
 	switch kind := cfg.Provider.Kind; kind {
 	case config.ProviderLocal, "":
-		w := cfg.Workers
-		args := append([]string{"--runtime", w.Runtime}, w.Args...)
-		if w.ONNXRuntimeLib != "" {
-			args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
-		}
-		lc := local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
-			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
+		lc := localConfig(cfg, opts)
 		if cfg.Controller.PlacesInstances() {
 			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
 			cl := cfg.Controller.Cluster
