@@ -35,6 +35,8 @@ func fakeWorkerMain(args []string) int {
 	fs.String("models", "", "")
 	fs.String("runtime", "", "")
 	fs.Int("threads", 1, "") // the local provider passes an INFless instance's threads
+	fs.String("cpu-share", "", "")  // and a function's share of a vCPU
+	fs.Duration("min-row-time", 0, "")
 	if len(args) == 0 || fs.Parse(args[1:]) != nil {
 		return 2
 	}
