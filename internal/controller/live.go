@@ -50,6 +50,8 @@ const (
 	LiveRefitWindowUnits = 30
 	LiveRefitPeriodUnits = 3
 	LiveTierDwellUnits   = 15
+	// LiveMaxBatch is B_max of the live function tier's buffer.
+	LiveMaxBatch = 16
 )
 
 // FunctionProfile is the function tier's profile for a model whose VM worker (one vCPU) serves
@@ -135,6 +137,19 @@ func Preset(c config.Controller, m config.Model, curve profile.Curve) func(v any
 			// hour-long window and period and 15-minute dwell in units of a minute.
 			o.TierDwell = LiveTierDwellUnits * unit
 			o.Serverless.Window, o.Serverless.Period, o.Serverless.Retry = LiveRefitWindowUnits*unit, LiveRefitPeriodUnits*unit, 2*unit
+			// A re-fit runs on the function tier's batcher goroutine: its search is bounded
+			// to B ≤ LiveMaxBatch and timeouts up to half the SLO in twentieths of it, about a
+			// tenth of the simulator's grid (B ≤ 32, 10 ms … 490 ms), so that a re-fit on a
+			// loaded machine holds the buffer for a fraction of a second, not seconds.
+			// BATCH's own plan as the reference floor is solved again at every re-fit on
+			// BATCH's 10 ms grid: 2.2 s a re-fit against 0.11 s without, measured on this
+			// machine under load, so the live preset re-fits without it (set
+			// policies.sloserve.serverless.reference: batch to have it).
+			o.Serverless.Reference = sloserve.ReferenceNone
+			slo := m.SLO.Spec().Threshold
+			o.Serverless.MaxBatch = min(o.Serverless.MaxBatch, LiveMaxBatch)
+			o.Serverless.TimeoutStep = max(o.Serverless.TimeoutStep, slo/20)
+			o.Serverless.TimeoutMax = max(o.Serverless.TimeoutStep, min(o.Serverless.TimeoutMax, slo/2))
 		case *fixed.Options:
 			o.Type, o.Count = it.Name, m.Instances
 		case *sagemaker.Options:

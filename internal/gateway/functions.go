@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sloserve/sloserve/internal/admission"
 	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/dispatch"
@@ -22,7 +23,7 @@ import (
 // admission estimator's verdict on the VM queue (batcher.Admission): the policy's Router
 // decides (sloserve's: the base-load tier, and a request the VM fleet cannot finish before its
 // deadline spills to the functions). A request is refused (429 + Retry-After) only when the
-// router rejects it or the function tier's own buffer cannot take it either.
+// router rejects it or the function tier's buffer is full.
 
 // Invoker runs one batch on a function instance of a model (local.FunctionTier.Invoke's shape):
 // call is given the instance's OIP address.
@@ -51,7 +52,8 @@ type FunctionTier struct {
 	// Route decides each request's tier from the VM queue's admission verdict (the policy's
 	// Router); it must be safe for concurrent use. Nil spills exactly what admission refuses.
 	Route func(r policy.Request, v policy.TierView, now time.Time) policy.Route
-	// QueueLimit bounds the buffer; 0 means DefaultQueueLimit.
+	// QueueLimit bounds the buffer (a full buffer answers 429); 0 means DefaultFunctionQueue
+	// per unit of Concurrency.
 	QueueLimit int
 }
 
@@ -70,6 +72,13 @@ type FunctionCounts struct {
 	Spilled, Served, Rejected, VM int64
 }
 
+// reasonFunctionTier is the verdict a spilled request joins the function tier's buffer with.
+const reasonFunctionTier = "function tier: answer estimated before the deadline (BATCH's buffer guards the rest)"
+
+// DefaultFunctionQueue is the function tier's buffer bound per unit of concurrency (requests):
+// two buffers of sloserve's B_max (32) per instance.
+const DefaultFunctionQueue = 64
+
 // fnAddr is the address of the function tier's one virtual instance in its batcher.
 const fnAddr = "function://tier"
 
@@ -86,7 +95,7 @@ func (g *Gateway) AddFunctionTier(model string, t FunctionTier) error {
 		return fmt.Errorf("function tier of %s: memory_mb and concurrency must be > 0, got %d and %d", model, t.MemoryMB, t.Concurrency)
 	}
 	if t.QueueLimit <= 0 {
-		t.QueueLimit = DefaultQueueLimit
+		t.QueueLimit = DefaultFunctionQueue * t.Concurrency
 	}
 	picker, err := dispatch.New(dispatch.DefaultName)
 	if err != nil {
@@ -146,7 +155,8 @@ func (t *fnTier) submit(ctx context.Context, b *served, req *oip.InferenceReques
 	switch route {
 	case policy.RouteServerless:
 		t.spilled.Add(1)
-		resp, err := t.b.Submit(ctx, req, rows, bytes, arrival, timeout)
+		in := t.admit(rows, timeout, arrival, now)
+		resp, err := t.b.SubmitVerdict(ctx, req, rows, bytes, arrival, timeout, &in)
 		if err == nil {
 			t.served.Add(1)
 		} else if isRefusal(err) {
@@ -162,6 +172,20 @@ func (t *fnTier) submit(ctx context.Context, b *served, req *oip.InferenceReques
 		v.Admit = true // the router keeps it on the VM tier (nothing to spill to)
 	}
 	return b.SubmitVerdict(ctx, req, rows, bytes, arrival, timeout, &v)
+}
+
+// admit is the function tier's verdict on a spilled request: the one estimator's (Admission
+// on the tier's own queue, batches of BATCH's B on its concurrency), but without the margin of
+// one batch time the VM queue keeps — once B × a row's time nears half the SLO that margin
+// refuses every request behind the first, where BATCH's buffer has its own deadline guard
+// (dispatch by deadline − S(k)). A request is refused when its estimated answer is after its
+// deadline (or, before any batch completed, beyond the estimator's cold bound).
+func (t *fnTier) admit(rows int64, timeout time.Duration, arrival, now time.Time) admission.Verdict {
+	v := t.b.Admission(rows, timeout, arrival, now)
+	if !v.Admit && !v.Done.IsZero() && !v.Done.After(arrival.Add(timeout)) {
+		v.Admit, v.Reason = true, reasonFunctionTier
+	}
+	return v
 }
 
 // isRefusal reports a 429 of the function tier's own queue.

@@ -107,11 +107,12 @@ type ServerlessOptions struct {
 	// for a 95 % target, 0.92 98.4 %, 0.9 99.7 % at 3 % more cost; with BATCH as the Reference
 	// the floor binds there instead. In (0, 1].
 	LatencyGuard float64 `yaml:"latency_guard"`
-	// Window and Period are the online re-fit's sliding window and period (default 1 h each);
-	// Retry is when a re-fit that had too few arrivals is tried again (default 1 min).
+	// Window and Period are the online re-fit's sliding window and period (default 1 h each).
 	Window time.Duration `yaml:"window"`
 	Period time.Duration `yaml:"period"`
-	Retry  time.Duration `yaml:"retry"`
+	// Retry is when a re-fit that had too few arrivals (analytic.PolicyConfig.MinSamples) is
+	// tried again (default 1 min; the live preset: two units).
+	Retry time.Duration `yaml:"retry"`
 	// Reference is the policy whose plan the tier must not fall behind on the optimiser's own
 	// model: "batch" (default: BATCH's own problem, P_p ≤ the SLO itself at 3008 MB with
 	// B_max 20, the batch policy's defaults) or "none". Wherever the optimiser chooses (the
