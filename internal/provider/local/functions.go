@@ -179,8 +179,13 @@ func (f *FunctionTier) Invoke(ctx context.Context, model string, memoryMB int, c
 	if err != nil {
 		return Invocation{}, err
 	}
+	addr, err := f.address(ctx, model, memoryMB, in)
+	if err != nil {
+		f.release(model, memoryMB, in, Invocation{Instance: in.id}, time.Now())
+		return Invocation{}, err
+	}
 	start := time.Now()
-	cerr := call(ctx, in.addr)
+	cerr := call(ctx, addr)
 	end := time.Now()
 	inv := Invocation{Instance: in.id, Cold: cold, Duration: end.Sub(start)}
 	if cold {
@@ -190,6 +195,19 @@ func (f *FunctionTier) Invoke(ctx context.Context, model string, memoryMB int, c
 	inv.CostUSD = f.cfg.Tier.InvocationCost(memoryMB, inv.Duration)
 	f.release(model, memoryMB, in, inv, end)
 	return inv, cerr
+}
+
+// address is the instance's current address: a worker the provider's supervisor restarted
+// (it failed its health checks) listens on a new port, and is waited for until ready.
+func (f *FunctionTier) address(ctx context.Context, model string, memoryMB int, in *fnInst) (string, error) {
+	f.mu.Lock()
+	p := f.pools[poolKey{model, memoryMB}]
+	f.mu.Unlock()
+	inst, err := p.prov.WaitReady(ctx, in.id)
+	if err != nil {
+		return "", fmt.Errorf("function tier %s: instance %s: %w", model, in.id, err)
+	}
+	return inst.Addr, nil
 }
 
 // Prewarm starts one instance of model with memoryMB and leaves it idle (a cold start ahead
@@ -324,17 +342,19 @@ func (f *FunctionTier) start(ctx context.Context, p *pool, model string, memoryM
 	if err != nil {
 		return nil, fmt.Errorf("function tier %s: cold start: %w", model, err)
 	}
-	if f.enforce == EnforceCgroup {
-		if err := f.limitCPU(p, inst.ID, memoryMB); err != nil {
-			f.log.Warn("function tier: cpu.max", "instance", inst.ID, "err", err)
-		}
-	}
 	wctx, cancel := context.WithTimeout(context.Background(), p.prov.cfg.StartTimeout)
 	defer cancel()
 	ready, err := p.prov.WaitReady(wctx, inst.ID)
 	if err != nil {
 		_ = p.prov.Terminate(context.Background(), inst.ID)
 		return nil, fmt.Errorf("function tier %s: cold start: %w", model, err)
+	}
+	if f.enforce == EnforceCgroup {
+		// Once its process runs (the model loads at full speed, as Lambda's init phase has
+		// its own CPU boost); a worker the supervisor restarts runs unlimited.
+		if err := f.limitCPU(p, inst.ID, memoryMB); err != nil {
+			f.log.Warn("function tier: cpu.max", "instance", inst.ID, "err", err)
+		}
 	}
 	in := &fnInst{id: inst.ID, addr: ready.Addr, born: born, idleAt: time.Now()}
 	f.mu.Lock()
@@ -351,10 +371,11 @@ func (f *FunctionTier) start(ctx context.Context, p *pool, model string, memoryM
 func (f *FunctionTier) release(model string, memoryMB int, in *fnInst, inv Invocation, end time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.stats[model]
-	s.Invocations++
-	s.BilledGBSeconds += float64(memoryMB) / 1024 * inv.Billed.Seconds()
-	s.CostUSD += inv.CostUSD
+	if s := f.stats[model]; inv.CostUSD > 0 { // an invocation that ran (never zero: the per-request price)
+		s.Invocations++
+		s.BilledGBSeconds += float64(memoryMB) / 1024 * inv.Billed.Seconds()
+		s.CostUSD += inv.CostUSD
+	}
 	p := f.pools[poolKey{model, memoryMB}]
 	in.idleAt = end
 	p.idle = append(p.idle, in)
