@@ -338,7 +338,7 @@ func (f *FunctionTier) workerArgs(memoryMB int) []string {
 // start launches an instance and waits until it is ready: the cold start.
 func (f *FunctionTier) start(ctx context.Context, p *pool, model string, memoryMB int) (*fnInst, error) {
 	born := time.Now()
-	inst, err := p.prov.Launch(ctx, provider.Spec{Model: model, Type: fmt.Sprintf("lambda-%dmb", memoryMB), Tier: provider.TierServerless})
+	inst, err := p.prov.Launch(ctx, provider.Spec{Model: model, Type: fmt.Sprintf("lambda-%dmb", memoryMB), Tier: provider.TierServerless, MemoryMB: memoryMB})
 	if err != nil {
 		return nil, fmt.Errorf("function tier %s: cold start: %w", model, err)
 	}
