@@ -45,6 +45,7 @@ type demoOptions struct {
 	sloMS           float64 // latency SLO threshold (ms), target 0.98
 	ctlName         string  // fleet controller, config.ControllerNone for a static fleet
 	workerRPS       float64 // nominal rate one worker serves (requests/s), for the controller
+	serverless      bool    // the function tier (with --controller sloserve)
 	chaos           bool    // inject faults during the load
 	chaosCfg        chaos.Config
 }
@@ -93,11 +94,13 @@ func parseDemoFlags(args []string) (demoOptions, error) {
 	chaosKinds := fs.String("chaos-kinds", "kill,hang,slow", "comma-separated `faults` --chaos chooses from: kill, hang, slow")
 	ctlName := fs.String("controller", config.ControllerNone, "fleet `controller`: none (static --instances), sloserve, mark, target-tracking, knative or infless; with one, the load ramps calm → burst → calm")
 	workerRPS := fs.Float64("worker-rps", 0, "nominal `rate` one worker serves (requests/s) for the controller; 0 = --rps/2")
+	serverless := fs.Bool("serverless", true, "with --controller sloserve: the function tier (BATCH's buffer, Bouncer spill); false answers what the VM fleet cannot finish with 429")
 	if err := parseFlags(fs, args); err != nil {
 		return demoOptions{}, err
 	}
 	o := demoOptions{asJSON: *asJSON, verbose: *verbose, policy: *policy, rps: *rps, dur: *dur, model: *model,
-		instances: *instances, slots: *slots, sloMS: *sloMS, ctlName: *ctlName, workerRPS: *workerRPS, chaos: *chaosOn}
+		instances: *instances, slots: *slots, sloMS: *sloMS, ctlName: *ctlName, workerRPS: *workerRPS, chaos: *chaosOn,
+		serverless: *serverless && *ctlName == config.ControllerSloserve}
 	if err := o.validate(*chaosEvery); err != nil {
 		return demoOptions{}, err
 	}
@@ -164,6 +167,9 @@ func demoConfig(o demoOptions) (config.Config, config.Model) {
 	if o.ctlName != config.ControllerNone {
 		demoController(&cfg, &m, o.ctlName, o.workerRPS)
 	}
+	if o.ctlName == config.ControllerSloserve {
+		demoTiers(&cfg, &m, o.serverless)
+	}
 	cfg.Models = []config.Model{m}
 	return cfg, m
 }
@@ -191,6 +197,7 @@ func driveDemo(ctx context.Context, o demoOptions, progress io.Writer, log *slog
 	}
 	before, _ := st.Gateway.Stats(o.model)
 	ctlBefore, _ := st.Controller.View(o.model)
+	fnBefore := functionFigures(st, o.model)
 	loadStart := time.Now()
 	arrivals, traceName, desc := demoArrivals(o, cfg.Controller)
 	fmt.Fprint(progress, desc)
@@ -210,6 +217,7 @@ func driveDemo(ctx context.Context, o demoOptions, progress io.Writer, log *slog
 	after, _ := st.Gateway.Stats(o.model)
 	s := demoSummary(res, gateway.Stats{Batches: after.Batches - before.Batches, Dispatched: after.Dispatched - before.Dispatched}, monkey)
 	line := fillCost(&s, st, o.model, m.InstanceType.Name, ctlBefore, loadStart)
+	fillFunctions(&s, st, o.model, fnBefore)
 	return demoRun{summary: s, line: line}, nil
 }
 

@@ -10,8 +10,10 @@ import (
 	"github.com/sloserve/sloserve/internal/app"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/load"
 	"github.com/sloserve/sloserve/internal/policy"
+	"github.com/sloserve/sloserve/internal/provider/local"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -52,6 +54,80 @@ func demoController(cfg *config.Config, m *config.Model, name string, workerRPS 
 		// instances on controller.cluster's servers, whose default is this machine (one server of
 		// its threads), where a 2-core machine holds only two.
 		c.Cluster = config.Cluster{Servers: 2, CPU: demoCtlMax / 2}
+	}
+}
+
+// demoSloserveMax is the VM fleet's bound in the sloserve demo: two workers of 100 rps nominal
+// against the burst's 300 rps, so that the burst is above the fleet's capacity and the Bouncer
+// spills the excess to the function tier (or, without one, answers it 429).
+const demoSloserveMax = 2
+
+// demoTiers sets the sloserve demo's two tiers: every worker (VM or function) runs at the
+// nominal speed the controller plans with — a batch of r rows takes at least r × slots /
+// worker_rps (worker --min-row-time; the wait uses no CPU, so the shared 2-core machine is not
+// what limits the fleet) — the VM fleet is bounded by demoSloserveMax, and the function tier is
+// on unless serverless is false.
+func demoTiers(cfg *config.Config, m *config.Model, serverless bool) {
+	// One batch at a time per worker: a row takes 1 / worker_rps (10 ms at 100 rps), so that a
+	// batch of a few rows fits the 200 ms SLO with room for the admission margin.
+	m.Slots = 1
+	row := time.Duration(float64(max(m.Slots, 1)) / m.InstanceType.RPS * float64(time.Second))
+	cfg.Workers.Args = append(cfg.Workers.Args, "--min-row-time", row.String())
+	cfg.Controller.MaxInstances = demoSloserveMax
+	cfg.Serverless = config.Serverless{Enabled: serverless}
+}
+
+// fnFigures are the function tier's cumulative figures the demo reports as deltas.
+type fnFigures struct {
+	counts gateway.FunctionCounts
+	stats  local.FunctionStats
+	cost   slo.CostUSD
+}
+
+// functionFigures reads the function tier's counters (zero without one).
+func functionFigures(st *app.Stack, model string) fnFigures {
+	var f fnFigures
+	f.counts, _ = st.Gateway.FunctionCounts(model)
+	if st.Functions != nil {
+		f.stats = st.Functions.Stats(model)
+	}
+	f.cost = st.Controller.CostUSD(model)
+	return f
+}
+
+// fillFunctions sets the Summary's tiers: served_by (the function tier's answers), cost_usd by
+// tier (the function tier billed per invocation, GB-s at 1 ms + per-request price), cold
+// starts, and the tier's figures as extras.
+func fillFunctions(s *slo.Summary, st *app.Stack, model string, before fnFigures) {
+	if st.Functions == nil {
+		return
+	}
+	after := functionFigures(st, model)
+	served := after.counts.Served - before.counts.Served
+	s.ServedBy = slo.ServedBy{VM: max(s.Completed-served, 0), Serverless: served}
+	sl := after.cost.Serverless - before.cost.Serverless
+	s.CostUSD.Serverless = sl
+	s.CostUSD.Total = s.CostUSD.VM + sl
+	a, b := after.stats, before.stats
+	s.ColdStarts = a.ColdStarts - b.ColdStarts
+	s.Extra["spilled_to_functions"] = float64(after.counts.Spilled - before.counts.Spilled)
+	s.Extra["rejected_by_both_tiers"] = float64(after.counts.Rejected - before.counts.Rejected)
+	s.Extra["function_invocations"] = float64(a.Invocations - b.Invocations)
+	s.Extra["function_billed_gb_s"] = a.BilledGBSeconds - b.BilledGBSeconds
+	s.Extra["function_memory_mb"] = float64(a.MemoryMB)
+	s.Extra["function_cold_starts_total"] = float64(a.ColdStarts)
+	if a.ColdStarts > 0 {
+		s.Extra["function_cold_start_ms_mean"] = 1000 * a.ColdStartSeconds / float64(a.ColdStarts)
+	}
+	s.Extra["function_cpu_cgroup"] = 0
+	if st.Functions.Enforcement() == local.EnforceCgroup {
+		s.Extra["function_cpu_cgroup"] = 1
+	}
+	plans := st.FunctionPlans(model)
+	s.Extra["batch_plans"] = float64(len(plans))
+	if n := len(plans); n > 0 {
+		s.Extra["batch_B"] = float64(plans[n-1].Plan.MaxBatch)
+		s.Extra["batch_T_ms"] = float64(plans[n-1].Plan.Timeout) / 1e6
 	}
 }
 

@@ -58,3 +58,33 @@ func TestServingCommandsUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoSloserveTiers: `demo --controller sloserve` turns the function tier on (and
+// --serverless=false off), bounds the VM fleet below the burst and runs every worker at its
+// nominal speed; other controllers are left as they were. No process is started.
+func TestDemoSloserveTiers(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		serverless bool
+	}{
+		{[]string{"--controller", "sloserve"}, true},
+		{[]string{"--controller", "sloserve", "--serverless=false"}, false},
+		{[]string{"--controller", "mark"}, false},
+	} {
+		o, err := parseDemoFlags(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, m := demoConfig(o)
+		if cfg.Serverless.Enabled != tc.serverless {
+			t.Errorf("%v: serverless.enabled = %v, want %v", tc.args, cfg.Serverless.Enabled, tc.serverless)
+		}
+		sl := o.ctlName == "sloserve"
+		if pad := strings.Contains(strings.Join(cfg.Workers.Args, " "), "--min-row-time 10ms"); pad != sl {
+			t.Errorf("%v: worker args %v; want --min-row-time 10ms only under sloserve", tc.args, cfg.Workers.Args)
+		}
+		if burst := 1.5 * o.rps; sl && float64(cfg.Controller.MaxInstances)*m.InstanceType.RPS >= burst {
+			t.Errorf("%v: fleet capacity %d × %v rps ≥ the burst's %v rps", tc.args, cfg.Controller.MaxInstances, m.InstanceType.RPS, burst)
+		}
+	}
+}

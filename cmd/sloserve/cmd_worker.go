@@ -44,6 +44,8 @@ func runWorker(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown waits for in-flight batches")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on serving one request after its headers")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
+	fs.DurationVar(&cfg.MinRowTime, "min-row-time", 0, "a batch of r rows takes at least r × `d` (a nominal instance's speed; 0 = the model's own)")
+	fs.Float64Var(&cfg.CPUShare, "cpu-share", 0, "`fraction` of one vCPU, enforced by duty cycle (a function's memory / 1769 MB; 0 = whole)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

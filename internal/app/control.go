@@ -27,21 +27,22 @@ const quickProfileReps = 5
 // newController builds the stack's controller: one entry per model, with the scaler named by
 // cfg.Controller.Policy planning on the model's instance type — μ* from instance_type.rps when
 // configured, else from a quick profile of the model on its first ready instance.
-func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, reps *replicas, log *slog.Logger) (*controller.Controller, error) {
+func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, reps *replicas, log *slog.Logger) (*controller.Controller, []controller.Model, error) {
 	var models []controller.Model
 	for _, m := range cfg.Models {
 		curve, err := modelCurve(ctx, cfg, m, g, insts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cm, err := controller.NewModel(cfg, m, curve, time.Now())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		models = append(models, cm)
 	}
-	return controller.New(prov, g, reps.reader(g), models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
+	ctl, err := controller.New(prov, g, reps.reader(g), models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
 		DrainTimeout: cfg.Gateway.BackendTimeout, Gather: reps.gatherFn()})
+	return ctl, models, err
 }
 
 // modelCurve is the service-time curve the controller plans a model with.

@@ -27,27 +27,31 @@ import (
 
 // newProvider builds and starts the provider cfg.Provider.Kind names. The result implements
 // io.Closer (Stack.Close closes it).
+// localConfig is the local provider's configuration of cfg's workers.
+func localConfig(cfg config.Config, opts StackOptions) local.Config {
+	w := cfg.Workers
+	args := append([]string{"--runtime", w.Runtime}, w.Args...)
+	if w.ONNXRuntimeLib != "" {
+		args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
+	}
+	return local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
+		HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
+}
+
 func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log *slog.Logger) (provider.Provider, error) {
 	if len(opts.Attach) > 0 {
 		return &staticProvider{insts: slices.Clone(opts.Attach)}, nil
 	}
 	switch kind := cfg.Provider.Kind; kind {
 	case config.ProviderLocal, "":
-		w := cfg.Workers
+		lc := localConfig(cfg, opts)
 		// Each worker enforces its own concurrency — the models' slots — so that gateway
 		// replicas sharing it never overload it (internal/batcher/busy.go); workers.args may
 		// override it (the last --max-in-flight wins). A repository's models set their slots
 		// in their own config.yaml, unknown here: their workers run without a limit.
-		args := []string{"--runtime", w.Runtime}
 		if cfg.ModelRepository == "" {
-			args = append(args, "--max-in-flight", strconv.Itoa(maxSlots(cfg.Models)))
+			lc.Args = append([]string{"--max-in-flight", strconv.Itoa(maxSlots(cfg.Models))}, lc.Args...)
 		}
-		args = append(args, w.Args...)
-		if w.ONNXRuntimeLib != "" {
-			args = append(args, "--onnxruntime-lib", w.ONNXRuntimeLib)
-		}
-		lc := local.Config{Binary: w.Binary, Args: args, Env: opts.Env, StartTimeout: w.StartTimeout,
-			HealthInterval: w.HealthInterval, StopTimeout: w.StopTimeout, StateDir: cmp.Or(w.StateDir, local.DefaultStateDir())}
 		if cfg.Controller.PlacesInstances() {
 			// INFless places each instance's ⟨c, g⟩ on a server; the provider accounts for them.
 			cl := cfg.Controller.Cluster

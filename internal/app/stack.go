@@ -23,6 +23,7 @@ import (
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
+	"github.com/sloserve/sloserve/internal/provider/local"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
@@ -84,13 +85,18 @@ type Stack struct {
 	// Fleet sums the replicas' counters for this replica's controller when it leads
 	// (controller.peers); nil without peers.
 	Fleet *facts.Gatherer
+	// Functions is the function tier (serverless.enabled): its cold starts, invocations and
+	// per-invocation bill per model (Stats); nil without one.
+	Functions *local.FunctionTier
 
 	front  *gateway.Front
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	log    *slog.Logger
 	reload chan struct{} // Reload's requests to rescan the repository
-	stage  string        // the workers' --model-dir of repository versions; "" without one
+	// fnPolicies are the function tiers' buffer policies by model (owned by their batchers).
+	fnPolicies map[string]any
+	stage      string // the workers' --model-dir of repository versions; "" without one
 }
 
 // Start builds the provider cfg.Provider.Kind names (local worker processes, or pods through
@@ -142,6 +148,9 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	s := &Stack{Gateway: g, Provider: prov, Registry: reg, log: log, stage: stage, reload: make(chan struct{}, 1)}
 	fail := func(err error) (*Stack, error) {
 		g.Close(context.Background())
+		if s.Functions != nil {
+			s.Functions.Close()
+		}
 		closeProvider(prov)
 		removeStage(stage)
 		return nil, err
@@ -188,11 +197,19 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			log.Warn("model repository: some models are not served", "err", err)
 		}
 	}
-	ctl, err := newController(ctx, cfg, g, prov, insts, reps, log)
+	ctl, cms, err := newController(ctx, cfg, g, prov, insts, reps, log)
 	if err != nil {
 		return fail(err)
 	}
 	s.Controller = ctl
+	if s.Functions, err = startFunctions(cfg, opts, g, cms, log); err != nil {
+		return fail(err)
+	}
+	if s.Functions != nil {
+		s.fnPolicies = fnPoliciesOf(cms)
+		fns := s.Functions
+		ctl.SetServerlessCost(func(model string) float64 { return fns.Stats(model).CostUSD })
+	}
 	h, err := g.Handler(gateway.HandlerOptions{Gatherer: reg, AdminToken: cfg.Gateway.AdminToken, OIP: oip.HandlerOptions{
 		Limits: gateway.OIPLimits(cfg.Gateway.MaxBodyBytes), RetryAfter: cfg.Gateway.RetryAfter}})
 	if err != nil {
@@ -228,6 +245,13 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 		defer s.wg.Done()
 		s.Dashboard.Run(wctx)
 	}()
+	if s.Functions != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.logPlans(wctx, cfg.Controller.SampleInterval)
+		}()
+	}
 	if s.Repository != nil {
 		s.wg.Add(1)
 		go func() {
@@ -257,6 +281,11 @@ func (s *Stack) Close(ctx context.Context) (int, error) {
 		errs = append(errs, err)
 	}
 	s.wg.Wait()
+	if s.Functions != nil {
+		if err := s.Functions.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := closeProvider(s.Provider); err != nil {
 		errs = append(errs, err)
 	}

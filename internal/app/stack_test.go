@@ -34,7 +34,9 @@ func fakeWorkerMain(args []string) int {
 	addr := fs.String("addr", "127.0.0.1:0", "")
 	fs.String("models", "", "")
 	fs.String("runtime", "", "")
-	fs.Int("threads", 1, "") // the local provider passes an INFless instance's threads
+	fs.Int("threads", 1, "")       // the local provider passes an INFless instance's threads
+	fs.String("cpu-share", "", "") // and a function's share of a vCPU
+	fs.Duration("min-row-time", 0, "")
 	fs.Int("max-in-flight", 0, "")
 	if len(args) == 0 || fs.Parse(args[1:]) != nil {
 		return 2

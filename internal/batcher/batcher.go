@@ -211,15 +211,39 @@ func (b *Batcher) leave(c *call) {
 // Submit queues req (rows rows, bytes bytes of tensor data) and waits for its answer (or for
 // ctx to end). The request's deadline is arrival + timeout.
 func (b *Batcher) Submit(ctx context.Context, req *oip.InferenceRequest, rows, bytes int64, arrival time.Time, timeout time.Duration) (*oip.InferenceResponse, error) {
+	return b.SubmitVerdict(ctx, req, rows, bytes, arrival, timeout, nil)
+}
+
+// Admission is the one admission estimator's verdict (admission.Admit) on a request of rows
+// rows arriving at now with the given time budget, were it queued now; a refusal that may go
+// through as a probe is an admission. A gateway routing between tiers (MArk's Bouncer: spill
+// what the VM fleet cannot finish in time) asks it, then submits with SubmitVerdict.
+func (b *Batcher) Admission(rows int64, timeout time.Duration, arrival, now time.Time) admission.Verdict {
+	a := admission.Admit(b.est.facts(int(b.queued.Load())+1, max(rows, 1), timeout, now), arrival.Add(timeout), now)
+	if !a.Admit && b.est.probe(now) {
+		a.Admit = true
+	}
+	return a
+}
+
+// SubmitVerdict is Submit with the admission verdict already taken (Admission), or taken
+// here when v is nil. A refused verdict is answered ErrCannotMeetDeadline (429).
+func (b *Batcher) SubmitVerdict(ctx context.Context, req *oip.InferenceRequest, rows, bytes int64, arrival time.Time, timeout time.Duration, v *admission.Verdict) (*oip.InferenceResponse, error) {
 	c := &call{ctx: ctx, req: req, rows: max(rows, 1), bytes: bytes, arrival: arrival, deadline: arrival.Add(timeout),
 		done: make(chan result, 1), lead: make(chan *flight, 1)}
 	if b.enter(c) > int64(b.limit) {
 		b.leave(c)
 		return nil, ErrQueueFull
 	}
-	now := time.Now()
-	a := admission.Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now)
-	if !a.Admit && !b.est.probe(now) {
+	var a admission.Verdict
+	if v != nil {
+		a = *v
+	} else {
+		now := time.Now()
+		a = admission.Admit(b.est.facts(int(b.queued.Load()), c.rows, timeout, now), c.deadline, now)
+		a.Admit = a.Admit || b.est.probe(now)
+	}
+	if !a.Admit {
 		b.leave(c)
 		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, a.RetryAfter)
 	}

@@ -43,6 +43,8 @@ type Config struct {
 	Ensembles []Ensemble `yaml:"ensembles"`
 	// Controller sizes each model's fleet.
 	Controller Controller `yaml:"controller"`
+	// Serverless configures the live function tier (off by default).
+	Serverless Serverless `yaml:"serverless"`
 	// Policies holds policy options keyed by registered policy name, in the same schema as a
 	// sim config's policies section (docs/config.md, "One options schema"): the one for
 	// controller.policy applies, over the live preset.
@@ -386,6 +388,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Controller.Validate(); err != nil {
 		return err
+	}
+	if err := c.Serverless.Validate(); err != nil {
+		return err
+	}
+	if c.Serverless.Enabled && c.Provider.Kind == ProviderKubernetes {
+		return errors.New("serverless.enabled: the function tier runs on provider.kind local only")
 	}
 	if c.Provider.Kind == ProviderKubernetes && c.Controller.PlacesInstances() {
 		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", c.Controller.Policy)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/cluster"
+	"github.com/sloserve/sloserve/internal/policy"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -69,6 +70,11 @@ type Model struct {
 	// bounds each instance's batches (used when the scaler's per-type batch size is an artifact
 	// of a configured rate rather than a measured curve).
 	PolicyBatch bool
+	// Route, when set, is the policy's Router (MArk's Bouncer and sloserve's tier choice) for
+	// the gateway's function tier, safe for concurrent use; Serverless is the policy's
+	// serverless tier (memory, BATCH's buffer). Both are nil without a function tier.
+	Route      func(policy.Request, policy.TierView, time.Time) policy.Route
+	Serverless *policy.Serverless
 	// Forecast, when set, returns the scaler's latest forecast (requests/s) and how far ahead it
 	// looks; it is called on the controller's goroutine after every Scale.
 	Forecast func() (rate float64, horizon time.Duration, ok bool)
@@ -157,6 +163,7 @@ type Controller struct {
 
 	mu       sync.Mutex
 	draining map[string]bool // ids being drained and terminated
+	slCost   func(model string) float64
 	drains   sync.WaitGroup
 }
 
@@ -473,8 +480,24 @@ func (c *Controller) Timeline(model string) []Point {
 	return nil
 }
 
-// CostUSD returns the cost accumulated by a model's instances, split by tier (all VM here).
+// CostUSD returns the cost accumulated by a model's instances, split by tier: the VM fleet's
+// by instance-seconds, the function tier's as billed per invocation (SetServerlessCost).
 func (c *Controller) CostUSD(model string) slo.CostUSD {
 	v, _ := c.View(model)
-	return slo.CostUSD{Total: v.CostUSD, VM: v.CostUSD}
+	c.mu.Lock()
+	f := c.slCost
+	c.mu.Unlock()
+	sl := 0.0
+	if f != nil {
+		sl = f(model)
+	}
+	return slo.CostUSD{Total: v.CostUSD + sl, VM: v.CostUSD, Serverless: sl}
+}
+
+// SetServerlessCost sets where CostUSD reads a model's function-tier bill (safe for
+// concurrent use; f must be too).
+func (c *Controller) SetServerlessCost(f func(model string) float64) {
+	c.mu.Lock()
+	c.slCost = f
+	c.mu.Unlock()
 }

@@ -20,7 +20,9 @@ import (
 // Options schema and the same defaults as in the simulator; what differs is the world:
 //
 //   - facts: a catalog of one VM type (the model's instance_type: its price, launch delay and
-//     one vCPU), the model's measured (or configured) service curve on it, no serverless tier,
+//     one vCPU), the model's measured (or configured) service curve on it, and — with
+//     serverless.enabled — the catalog's Lambda tier (prices, 1 ms granularity) with the
+//     function profile FunctionProfile derives from that curve (else no serverless tier);
 //     no trace statistics (Load is zero: the live controller cannot know the future's mean);
 //   - the clock: local workers start in seconds, not minutes, so the live loop runs the
 //     papers' algorithms on a shorter clock. controller.unit stands for the papers' one
@@ -41,6 +43,33 @@ const (
 	LiveSLOWindow = 500
 )
 
+// The sloserve policy's serverless tier on the live clock, in units: BATCH's re-fit window
+// and period (the paper's hour: a re-fit sees LiveRefitWindowUnits units of arrivals and runs
+// every LiveRefitPeriodUnits, so that a short live run sees several) and the tier dwell (15 min).
+const (
+	LiveRefitWindowUnits = 30
+	LiveRefitPeriodUnits = 3
+	LiveTierDwellUnits   = 15
+	// LiveMaxBatch is B_max of the live function tier's buffer.
+	LiveMaxBatch = 16
+)
+
+// FunctionProfile is the function tier's profile for a model whose VM worker (one vCPU) serves
+// curve: at memory m the CPU share is m / FullVCPUMemoryMB, and a batch's time is the VM's
+// divided by the share below one vCPU (the duty-cycle or cpu.max throttle) and the VM's above
+// it (the worker's extra threads are not assumed to speed a measured curve up).
+func FunctionProfile(curve profile.Curve, tier cost.Serverless, memories []int) profile.MemoryTable {
+	t := profile.MemoryTable{}
+	for _, m := range memories {
+		share := min(tier.CPUShare(m), 1)
+		if share <= 0 {
+			continue
+		}
+		t[m] = curve.Scaled(1 / share)
+	}
+	return t
+}
+
 // LiveCoolDown is LiveCoolDownUnits units.
 func LiveCoolDown(unit time.Duration) time.Duration { return LiveCoolDownUnits * unit }
 
@@ -56,6 +85,10 @@ func LiveEnv(cfg config.Config, m config.Model, curve profile.Curve, start time.
 		// A spot type ("c5.large/spot") runs on its base type's machine: policies that look the
 		// curve up by the base name (fixed, sagemaker) find it there too.
 		pm.VM[base] = be
+	}
+	if cfg.Serverless.Enabled {
+		cat.Serverless = cost.DefaultCatalog().Serverless
+		pm.Serverless = FunctionProfile(curve, cat.Serverless, cfg.Serverless.Memories())
 	}
 	_, name, _ := config.PolicyName(cfg.Controller.Policy)
 	user := cfg.Policies.Decoder(name, nil)
@@ -100,6 +133,23 @@ func Preset(c config.Controller, m config.Model, curve profile.Curve) func(v any
 		case *sloserve.Options:
 			markPreset(&o.Mark)
 			o.MinInstances, o.KeepAliveUnit = c.MinInstances, unit
+			// BATCH's online re-fit (§VI-D) and the tier dwell on the live clock: the papers'
+			// hour-long window and period and 15-minute dwell in units of a minute.
+			o.TierDwell = LiveTierDwellUnits * unit
+			o.Serverless.Window, o.Serverless.Period, o.Serverless.Retry = LiveRefitWindowUnits*unit, LiveRefitPeriodUnits*unit, 2*unit
+			// A re-fit runs on the function tier's batcher goroutine: its search is bounded
+			// to B ≤ LiveMaxBatch and timeouts up to half the SLO in twentieths of it, about a
+			// tenth of the simulator's grid (B ≤ 32, 10 ms … 490 ms), so that a re-fit on a
+			// loaded machine holds the buffer for a fraction of a second, not seconds.
+			// BATCH's own plan as the reference floor is solved again at every re-fit on
+			// BATCH's 10 ms grid: 2.2 s a re-fit against 0.11 s without, measured on this
+			// machine under load, so the live preset re-fits without it (set
+			// policies.sloserve.serverless.reference: batch to have it).
+			o.Serverless.Reference = sloserve.ReferenceNone
+			slo := m.SLO.Spec().Threshold
+			o.Serverless.MaxBatch = min(o.Serverless.MaxBatch, LiveMaxBatch)
+			o.Serverless.TimeoutStep = max(o.Serverless.TimeoutStep, slo/20)
+			o.Serverless.TimeoutMax = max(o.Serverless.TimeoutStep, min(o.Serverless.TimeoutMax, slo/2))
 		case *fixed.Options:
 			o.Type, o.Count = it.Name, m.Instances
 		case *sagemaker.Options:

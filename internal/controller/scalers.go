@@ -34,8 +34,9 @@ func LocalCurve(rps float64, slots, maxBatch int) (profile.Curve, error) {
 // (per batch, each with m.Slots slots): the policy cfg.Controller.Policy names, built through
 // the registry (policy.NewModel; policy.NewCluster for infless) exactly as the simulator builds
 // it, in the live world LiveEnv describes, with cfg's bounds and m's instance type and price.
-// The live world has a VM tier only: a policy without a VM fleet (lambda) is refused; a
-// policy's serverless tier and router are not used (the gateway admits and batches).
+// A policy without a VM fleet (lambda) is refused; with serverless.enabled a policy's
+// serverless tier and router are returned (Model.Serverless, Model.Route) for the gateway's
+// function tier, else they are not used (the gateway admits and batches).
 func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time.Time) (Model, error) {
 	c := cfg.Controller
 	it := m.InstanceType
@@ -72,6 +73,7 @@ func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time
 		return Model{}, fmt.Errorf("controller %s: policy %s has no VM fleet to scale (it serves from a serverless tier, which the live providers lack)", m.Name, name)
 	}
 	out.Scaler = pm.Scaler
+	withTiers(&out, pm)
 	spec, _ := policy.Lookup(port, name)
 	switch {
 	case spec.Caps&policy.CapsConfiguredFleet != 0:
@@ -86,7 +88,7 @@ func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time
 		// would cap batches at RT_max·rps/slots; the model's batching policy decides instead.
 		out.PolicyBatch = it.RPS > 0 && it.MaxBatch == 0
 	}
-	if f, ok := pm.Scaler.(forecaster); ok {
+	if f, ok := out.Scaler.(forecaster); ok {
 		out.Forecast = func() (float64, time.Duration, bool) {
 			r := f.Forecast()
 			if len(r) == 0 {

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"sync/atomic"
+
 	"github.com/sloserve/sloserve/internal/batcher"
 	"github.com/sloserve/sloserve/internal/gateway/metrics"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -40,5 +42,6 @@ var (
 // (Prometheus series and Triton statistics), which observe the batcher.
 type served struct {
 	*batcher.Batcher
-	m *metrics.Model
+	m  *metrics.Model
+	fn atomic.Pointer[fnTier] // the model's function tier (functions.go); nil: none
 }

@@ -182,7 +182,12 @@ func (g *Gateway) Infer(ctx context.Context, c *oip.Call) (*oip.InferenceRespons
 	}
 	st := g.liveStats(c.Model)
 	st.arrivals.Add(1)
-	resp, err := b.Submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
+	var resp *oip.InferenceResponse
+	if ft := b.fn.Load(); ft != nil {
+		resp, err = ft.submit(ctx, b, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
+	} else {
+		resp, err = b.Submit(ctx, c.Request, rows, oip.RequestBytes(c.Request), arrival, timeout)
+	}
 	done := time.Now()
 	st.record(arrival, done, b.SLO().Threshold, err)
 	b.m.Request(rows, arrival, done, err)

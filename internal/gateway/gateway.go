@@ -327,6 +327,9 @@ func (g *Gateway) Close(ctx context.Context) (int, error) {
 	failed := 0
 	for _, b := range bs {
 		failed += b.Stop(ctx)
+		if t := b.fn.Load(); t != nil {
+			failed += t.b.Stop(ctx)
+		}
 	}
 	g.log.Info("gateway closed", "failed_pending", failed)
 	return failed, ctx.Err()

@@ -49,6 +49,9 @@ type Spec struct {
 	// intra-op threads. Zero Resources means no placement (Server is ignored).
 	Resources cluster.Resources
 	Server    int
+	// MemoryMB is a function instance's memory (TierServerless, MB), which sets its CPU share
+	// (one vCPU at cost.Serverless.FullVCPUMemoryMB) and its price per GB-second; 0 for a VM.
+	MemoryMB int
 }
 
 // Instance is one running replica as the provider last saw it.

@@ -34,6 +34,17 @@ type Config struct {
 	Limits oip.Limits
 	// ServerName and ServerVersion are reported by GET /v2.
 	ServerName, ServerVersion string
+	// MinRowTime, when > 0, makes a batch of r rows take at least r × MinRowTime (the worker
+	// waits out the rest after computing): the worker serves at a nominal instance's speed
+	// (1 / MinRowTime rows/s per batch slot), whatever this machine's cores. The demo's workers
+	// of "100 rps nominal" run so, so that a burst above the fleet's capacity is one on a shared
+	// 2-core machine too; the wait uses no CPU.
+	MinRowTime time.Duration
+	// CPUShare, when in (0, 1), is the fraction of one vCPU the worker may use (a function's
+	// share of a vCPU: Lambda's memory / 1769 MB), enforced by duty cycle as cgroup cpu.max's
+	// bandwidth control does: a batch that ran for t (after MinRowTime) is answered after
+	// t / CPUShare. 0 or 1: no throttling.
+	CPUShare float64
 }
 
 // Defaults of Config.
@@ -89,6 +100,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker.max_in_flight: must be >= 0, got %d", c.MaxInFlight)
 	case c.ServerName == "":
 		return fmt.Errorf("worker.server_name: must not be empty")
+	case c.MinRowTime < 0:
+		return fmt.Errorf("worker.min_row_time: must be ≥ 0, got %v", c.MinRowTime)
+	case !(c.CPUShare >= 0 && c.CPUShare <= 1):
+		return fmt.Errorf("worker.cpu_share: must be in [0, 1], got %v", c.CPUShare)
 	}
 	if err := c.Limits.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("worker.%w", err)

@@ -262,7 +262,7 @@ func (w *Worker) Infer(ctx context.Context, call *oip.Call) (*oip.InferenceRespo
 	w.metrics.inFlight.Inc()
 	start := w.now()
 	outs, err := s.Runner.Run(ctx, inputs)
-	elapsed := w.now().Sub(start)
+	elapsed := w.pace(ctx, rows, w.now().Sub(start))
 	w.metrics.inFlight.Dec()
 	if err != nil {
 		switch {
@@ -293,6 +293,25 @@ func (w *Worker) Infer(ctx context.Context, call *oip.Call) (*oip.InferenceRespo
 		resp.Outputs[i] = oip.NewFP32(name, o.Shape, o.Data)
 	}
 	return resp, nil
+}
+
+// pace waits out what Config.MinRowTime and Config.CPUShare add to a batch of rows rows that
+// computed for elapsed, and returns the batch's service time.
+func (w *Worker) pace(ctx context.Context, rows int64, elapsed time.Duration) time.Duration {
+	want := max(elapsed, time.Duration(rows)*w.cfg.MinRowTime)
+	if f := w.cfg.CPUShare; f > 0 && f < 1 {
+		want = time.Duration(float64(want) / f)
+	}
+	if want <= elapsed {
+		return elapsed
+	}
+	t := time.NewTimer(want - elapsed)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return want
 }
 
 // Serve answers requests on ln until ctx is done, then drains: readiness turns false, new

@@ -110,6 +110,9 @@ type ServerlessOptions struct {
 	// Window and Period are the online re-fit's sliding window and period (default 1 h each).
 	Window time.Duration `yaml:"window"`
 	Period time.Duration `yaml:"period"`
+	// Retry is when a re-fit that had too few arrivals (analytic.PolicyConfig.MinSamples) is
+	// tried again (default 1 min; the live preset: two units).
+	Retry time.Duration `yaml:"retry"`
 	// Reference is the policy whose plan the tier must not fall behind on the optimiser's own
 	// model: "batch" (default: BATCH's own problem, P_p ≤ the SLO itself at 3008 MB with
 	// B_max 20, the batch policy's defaults) or "none". Wherever the optimiser chooses (the
@@ -177,7 +180,7 @@ func DefaultOptions(env policy.Env) Options {
 	pc := analytic.DefaultPolicyConfig()
 	return Options{Mark: mo, MinInstances: 1, KeepAliveUnit: time.Minute, Hysteresis: DefaultHysteresis, TierDwell: DefaultTierDwell, Tier: TierAuto, VMBatching: "mark",
 		Serverless: ServerlessOptions{MaxBatch: DefaultMaxBatch, PercentileMargin: DefaultPercentileMargin, LatencyGuard: DefaultLatencyGuard, TimeoutStep: g.TimeoutStep, TimeoutMax: g.TimeoutMax,
-			Window: pc.Window, Period: pc.Period, Reference: ReferenceBatch, ServiceCV: DefaultServiceCV}}
+			Window: pc.Window, Period: pc.Period, Retry: pc.Retry, Reference: ReferenceBatch, ServiceCV: DefaultServiceCV}}
 }
 
 // Validate reports the first field that is out of range.
@@ -205,8 +208,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("sloserve.serverless.percentile_margin: must be in (0, 1], got %v", o.Serverless.PercentileMargin)
 	case !(o.Serverless.LatencyGuard > 0 && o.Serverless.LatencyGuard <= 1):
 		return fmt.Errorf("sloserve.serverless.latency_guard: must be in (0, 1], got %v", o.Serverless.LatencyGuard)
-	case o.Serverless.Window <= 0 || o.Serverless.Period <= 0:
-		return fmt.Errorf("sloserve.serverless.window/period: must be > 0, got %v, %v", o.Serverless.Window, o.Serverless.Period)
+	case o.Serverless.Window <= 0 || o.Serverless.Period <= 0 || o.Serverless.Retry <= 0:
+		return fmt.Errorf("sloserve.serverless.window/period/retry: must be > 0, got %v, %v, %v", o.Serverless.Window, o.Serverless.Period, o.Serverless.Retry)
 	case o.Serverless.Reference != ReferenceBatch && o.Serverless.Reference != ReferenceNone:
 		return fmt.Errorf("sloserve.serverless.reference: must be batch or none, got %q", o.Serverless.Reference)
 	case !(o.Serverless.ServiceCV > 0 && o.Serverless.ServiceCV <= 2):
@@ -464,7 +467,7 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	}
 
 	pc := analytic.DefaultPolicyConfig()
-	pc.Window, pc.Period = o.Window, o.Period
+	pc.Window, pc.Period, pc.Retry = o.Window, o.Period, o.Retry
 	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
@@ -727,6 +730,10 @@ func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) { p.buf.Obse
 
 // MaxBatch implements batching.Policy.
 func (p *deadlineBuffer) MaxBatch() int { return p.buf.MaxBatch() }
+
+// Plans returns the (memory, B, T) plans BATCH's online optimiser put in force, each with the
+// optimiser's reason (analytic.Online.History); only the buffer's owner may call it.
+func (p *deadlineBuffer) Plans() []analytic.PlanChange { return p.buf.Plans() }
 
 // prefixed wraps a batching policy and prefixes its decisions' reasons with the piece's name.
 // Reasons are constant strings, so each prefixed string is built once and then looked up.

@@ -38,6 +38,7 @@ func fakeWorker(mode string, args []string) int {
 	addr := fs.String("addr", "", "")
 	models := fs.String("models", "", "")
 	threads := fs.Int("threads", 1, "")
+	share := fs.String("cpu-share", "", "") // the function tier's duty-cycle share
 	if err := fs.Parse(args[1:]); err != nil || *models == "" {
 		return 2
 	}
@@ -63,6 +64,14 @@ func fakeWorker(mode string, args []string) int {
 		}
 		if r.URL.Path == "/threads" {
 			fmt.Fprint(w, *threads)
+			return
+		}
+		if r.URL.Path == "/cpu-share" {
+			fmt.Fprint(w, *share)
+			return
+		}
+		if r.URL.Path == "/sleep" {
+			time.Sleep(30 * time.Millisecond) // an invocation's work
 			return
 		}
 		w.WriteHeader(404)
