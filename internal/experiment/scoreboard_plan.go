@@ -121,7 +121,7 @@ func loadWorld(c ScoreboardConfig, st ScoreSetting) (World, error) {
 			return World{}, err
 		}
 		fc = f
-		d, err := fileDigest(p)
+		d, err := FileDigest(p)
 		if err != nil {
 			return World{}, err
 		}
@@ -166,7 +166,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := fileDigest(path)
+	d, err := FileDigest(path)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,8 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 	return jobs, nil
 }
 
-// fileDigest returns a short digest of a file's contents (cache keys).
-func fileDigest(path string) (string, error) {
+// FileDigest returns a short digest of a file's contents (cache keys).
+func FileDigest(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -1,7 +1,11 @@
 package experiment
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -71,4 +75,21 @@ func Split(name string, tr *trace.Trace, d time.Duration) (tuning, evaluation *t
 		return nil, nil, parts, err
 	}
 	return tuning, evaluation, [2]TracePart{tp, ep}, nil
+}
+
+// TraceDigest returns a short digest of a trace's contents (its steps and rates, or arrival
+// times), for cache keys.
+func TraceDigest(tr *trace.Trace) string {
+	h := sha256.New()
+	fmt.Fprint(h, tr.Step, tr.End, len(tr.Rates), len(tr.Times), tr.Expected())
+	b := make([]byte, 8)
+	for _, r := range tr.Rates {
+		binary.LittleEndian.PutUint64(b, math.Float64bits(r))
+		h.Write(b)
+	}
+	for _, t := range tr.Times {
+		binary.LittleEndian.PutUint64(b, uint64(t))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

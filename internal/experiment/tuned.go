@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -42,23 +43,54 @@ func knobs(ks ...tune.Knob) func(profile.Model, *cost.Catalog) []tune.Knob {
 }
 
 // The searched values. Target tracking: over-provisioning (capacity / tracking target, AWS's
-// example 2; the issue measured 1.35–1.6 as enough) and the scale-out cool-down (AWS default
-// 300 s). KPA: the target concurrency per pod (Knative default 1 at 70 % utilisation) and the
-// stable window (default 60 s; the panic window stays 10 % of it). MArk and fixed: the headroom
-// over the forecast / observed peak.
+// example 2; the issue measured 1.35–1.6 as enough), the instance type and the scale-out
+// cool-down (AWS default 300 s). KPA: the target concurrency per pod (Knative default 1 at 70 %
+// utilisation), the type and the stable window (default 60 s; the panic window stays 10 % of
+// it). MArk: the headroom over the forecast (≥ 1) and the destroy cool-down; fixed: the
+// headroom over the observed peak and the type.
 var (
-	trackingKnobs = knobs(
-		tune.Knob{Path: "over_provisioning", Values: []any{3.0, 2.0, 1.6, 1.35, 1.2, 1.1, 1.0}},
-		tune.Knob{Path: "tracking.scale_out_cooldown", Values: []any{"60s", "300s"}})
-	kpaKnobs = knobs(
-		tune.Knob{Path: "kpa.target", Values: []any{0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0}},
-		tune.Knob{Path: "kpa.stable_window", Values: []any{"60s", "180s"}})
-	headroomKnobs = knobs(tune.Knob{Path: "headroom", Values: []any{1.5, 1.2, 1.0, 0.9, 0.8, 0.7, 0.6}})
+	overProvisioning = tune.Knob{Path: "over_provisioning", Values: []any{3.0, 2.0, 1.6, 1.35, 1.2, 1.1, 1.0}}
+	kpaTarget        = tune.Knob{Path: "kpa.target", Values: []any{0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0}}
+	trackingKnobs    = withTypes(overProvisioning, tune.Knob{Path: "tracking.scale_out_cooldown", Values: []any{"300s", "60s"}})
+	kpaKnobs         = withTypes(kpaTarget, tune.Knob{Path: "kpa.stable_window", Values: []any{"60s", "180s"}})
+	fixedKnobs       = withTypes(tune.Knob{Path: "headroom", Values: []any{1.5, 1.2, 1.0, 0.9, 0.8, 0.7, 0.6}})
+	markKnobs        = knobs(tune.Knob{Path: "headroom", Values: []any{1.6, 1.4, 1.2, 1.1, 1.0}},
+		tune.Knob{Path: "cool_down", Values: []any{"2m", "6m"}})
 )
+
+// withTypes returns first, a grid knob over the model's instance types that serve a request
+// within its SLO in the catalog (cheapest per request first, as policy.CheapestType picks),
+// then the other knobs.
+func withTypes(first tune.Knob, rest ...tune.Knob) func(profile.Model, *cost.Catalog) []tune.Knob {
+	return func(m profile.Model, cat *cost.Catalog) []tune.Knob {
+		type tc struct {
+			name string
+			per  float64
+		}
+		var ts []tc
+		for _, name := range m.Types() {
+			it, ok := cat.Type(name)
+			b := m.VM[name]
+			if t := b.Curve.ServiceTime(1); ok && t > 0 {
+				ts = append(ts, tc{name, it.PricePerHour * t.Seconds() / float64(max(b.Slots, 1))})
+			}
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].per < ts[j].per })
+		out := []tune.Knob{first}
+		if len(ts) > 1 {
+			k := tune.Knob{Path: "type"}
+			for _, t := range ts {
+				k.Values = append(k.Values, t.name)
+			}
+			out = append(out, k)
+		}
+		return append(out, rest...)
+	}
+}
 
 // lambdaKnobs: the function memory, from the largest of the tier's usual sizes down (BATCH
 // §VI-A's 3008 MB first); bisection finds the smallest memory meeting the SLO.
-func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
+func lambdaKnobs(_ profile.Model, cat *cost.Catalog) []tune.Knob {
 	var vals []any
 	for _, mb := range []int{3008, 2560, 2048, 1769, 1536, 1280, 1024, 768, 512, 256} {
 		if mb >= cat.Serverless.MinMemoryMB && mb <= cat.Serverless.MaxMemoryMB {
@@ -76,10 +108,10 @@ func DefaultTunedBaselines() []TunedBaseline {
 		{Name: "sagemaker-tuned", Policy: "sagemaker", Knobs: trackingKnobs},
 		{Name: "sagemaker-ec2-tuned", Policy: "sagemaker", Fixed: tune.Options{"pricing": "ec2"}, Knobs: trackingKnobs},
 		{Name: "knative-tuned", Policy: "knative", Knobs: kpaKnobs},
-		{Name: "mlproxy-tuned", Policy: "mlproxy", Knobs: knobs(tune.Knob{Path: "kpa.target", Values: []any{0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0}})},
+		{Name: "mlproxy-tuned", Policy: "mlproxy", Knobs: withTypes(kpaTarget)},
 		{Name: "lambda-tuned", Policy: "lambda", Knobs: lambdaKnobs},
-		{Name: "fixed-tuned", Policy: "fixed", Knobs: headroomKnobs},
-		{Name: "mark-tuned", Policy: "mark", Knobs: headroomKnobs},
+		{Name: "fixed-tuned", Policy: "fixed", Knobs: fixedKnobs},
+		{Name: "mark-tuned", Policy: "mark", Knobs: markKnobs},
 	}
 }
 
@@ -191,7 +223,7 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 		}
 		return tune.Outcome{Attainment: s.SLOAttainment, Cost: s.CostUSD.Total}, nil
 	}
-	r, err := tune.Search(ctx, tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run,
+	r, err := tune.Search(ctx, tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, Descent: true,
 		Target: w.Config.SLO.Target, Trace: w.Key}) // RunPolicy caches the runs
 	if err != nil {
 		return TunedRun{}, err

@@ -102,6 +102,10 @@ type Problem struct {
 	Trace string
 	// Cache keeps outcomes across searches and processes (nil: none).
 	Cache *Cache
+	// Descent searches the grid knobs one at a time (coordinate descent: each knob's values
+	// with the others at the best found so far, their first values at the start) instead of
+	// every combination: Σ|values| bisections instead of Π|values|.
+	Descent bool
 }
 
 // Result is a search's answer.
@@ -132,9 +136,37 @@ func Search(ctx context.Context, p Problem) (Result, error) {
 		}
 	}
 	s := &search{p: p}
-	for _, combo := range grid(p.Knobs[1:]) {
-		if err := s.bisect(ctx, combo); err != nil {
-			return Result{}, err
+	if !p.Descent {
+		for _, combo := range grid(p.Knobs[1:]) {
+			if err := s.bisect(ctx, combo); err != nil {
+				return Result{}, err
+			}
+		}
+		return s.best, nil
+	}
+	if len(p.Knobs) == 1 {
+		err := s.bisect(ctx, Options{})
+		return s.best, err
+	}
+	cur := Options{}
+	for _, k := range p.Knobs[1:] {
+		cur[k.Path] = k.Values[0]
+	}
+	done := map[string]bool{}
+	for _, k := range p.Knobs[1:] {
+		for _, v := range k.Values {
+			c := maps.Clone(cur)
+			c[k.Path] = v
+			if done[c.Key()] {
+				continue
+			}
+			done[c.Key()] = true
+			if err := s.bisect(ctx, c); err != nil {
+				return Result{}, err
+			}
+		}
+		if s.best.Met {
+			cur[k.Path] = s.best.Options[k.Path]
 		}
 	}
 	return s.best, nil

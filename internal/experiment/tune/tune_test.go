@@ -39,6 +39,13 @@ func TestSearchCheapestMeeting(t *testing.T) {
 	if runs > 3*5 || runs != r.Runs {
 		t.Errorf("runs %d (result says %d), want ≤ 15 by bisection (grid: %d)", runs, r.Runs, 3*len(vals))
 	}
+	// Coordinate descent finds the same answer here (cool_down's best does not depend on target).
+	runs = 0
+	p.Descent = true
+	if rd, err := Search(context.Background(), p); err != nil || rd.Options.Key() != r.Options.Key() {
+		t.Errorf("descent: %v, err %v; want %v", rd.Options, err, r.Options)
+	}
+	p.Descent = false
 	runs = 0
 	r2, err := Search(context.Background(), p)
 	if err != nil {
@@ -66,12 +73,14 @@ func TestSearchNoneMeets(t *testing.T) {
 		x := o["n"].(int)
 		return Outcome{Attainment: 0.5 - 0.01*float64(x), Cost: float64(10 - x)}, nil
 	}
-	r, err := Search(context.Background(), Problem{Policy: "toy", Knobs: []Knob{{Path: "n", Values: []any{0, 1, 2, 3}}}, Run: run, Target: 0.9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Met || r.Options["n"] != 0 {
-		t.Errorf("result %+v, want n 0 (highest attainment), not met", r)
+	for _, descent := range []bool{false, true} {
+		r, err := Search(context.Background(), Problem{Policy: "toy", Knobs: []Knob{{Path: "n", Values: []any{0, 1, 2, 3}}}, Run: run, Target: 0.9, Descent: descent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Met || r.Options["n"] != 0 || r.Runs == 0 {
+			t.Errorf("descent %v: result %+v, want n 0 (highest attainment), not met", descent, r)
+		}
 	}
 }
 
