@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cost"
+	"github.com/sloserve/sloserve/internal/planner"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -14,8 +15,8 @@ import (
 
 // The oracle row of the scoreboard (issue #17 item 5): the offline floor of a model-port
 // setting. Every minute's actual peak of 5 s arrival rates is covered with the cheapest mix —
-// whole on-demand VM instances of the model's profiled types at their best batched capacity
-// within the SLO, the rest of the minute's requests on the serverless tier at its cheapest
+// whole on-demand VM instances of MArk's planner's types at their μ* (the mix Alg. 1 would buy
+// for that peak, as the mark-breakdown experiment prices it), the rest of the minute's requests on the serverless tier at its cheapest
 // (memory, batch) per request — launched instantly, billed for that minute only, with no launch,
 // cold-start or queueing overhead. It sees the future, so no policy can match it; every row's
 // cost_vs_oracle is its cost over this floor.
@@ -25,6 +26,10 @@ const (
 	oracleWindow = 5 * time.Second
 	oracleMinute = time.Minute
 )
+
+// oracleMaxBatch is the largest serverless batch the floor forms: the largest any policy of
+// the scoreboard forms (sloserve's BATCH optimiser searches B ≤ 32).
+const oracleMaxBatch = 32
 
 // oracleVM is one VM type's price per minute and capacity (requests/s within the SLO).
 type oracleVM struct {
@@ -47,11 +52,21 @@ type oracle struct {
 	sls  []oracleSL // by price per request, cheapest first
 }
 
-// newOracle lists the model's VM types (on-demand prices from cat) and serverless
-// configurations that can serve a request within the SLO.
-func newOracle(cat *cost.Catalog, model profile.Model, spec slo.Spec) *oracle {
+// newOracle lists the VM types and serverless configurations that can serve a request within
+// the SLO. The VM types are MArk's planner's (types: their μ* and on-demand prices, as the
+// mark-breakdown oracle prices them) when given, else the model's profiled types in cat at the
+// best batch whose service plus its fill at full load fits the SLO (S(b)·(1 + 1/slots) ≤ SLO).
+func newOracle(cat *cost.Catalog, model profile.Model, spec slo.Spec, types []planner.InstanceType) *oracle {
 	o := &oracle{spec: spec}
+	for _, t := range types {
+		if !t.Spot && t.Feasible && t.Capacity > 0 && t.PricePerHour > 0 {
+			o.vms = append(o.vms, oracleVM{name: t.Name, perMin: t.PricePerHour / 60, capacity: t.Capacity})
+		}
+	}
 	for _, name := range model.Types() {
+		if len(types) > 0 {
+			break
+		}
 		it, ok := cat.Type(name)
 		b := model.VM[name]
 		if !ok || it.PricePerHour <= 0 {
@@ -60,7 +75,7 @@ func newOracle(cat *cost.Catalog, model profile.Model, spec slo.Spec) *oracle {
 		best := 0.0
 		for n := 1; n <= max(b.Curve.MaxMeasured(), 1); n++ {
 			t := b.Curve.ServiceTime(n)
-			if t <= 0 || t > spec.Threshold {
+			if t <= 0 || float64(t)*(1+1/float64(max(b.Slots, 1))) > float64(spec.Threshold) {
 				break
 			}
 			best = math.Max(best, float64(max(b.Slots, 1)*n)/t.Seconds())
@@ -79,7 +94,7 @@ func newOracle(cat *cost.Catalog, model profile.Model, spec slo.Spec) *oracle {
 			if err != nil {
 				continue
 			}
-			for n := 1; n <= max(c.MaxMeasured(), 1); n++ {
+			for n := 1; n <= min(max(c.MaxMeasured(), 1), oracleMaxBatch); n++ {
 				t := c.ServiceTime(n)
 				if t <= 0 || t > spec.Threshold {
 					break
@@ -161,9 +176,9 @@ func (o *oracle) minute(counts []int) float64 {
 
 // OracleCost returns the offline floor's price of arr's arrivals (the same arrivals a run
 // replays: the trace part's Arrivals with the run's seed) under the setting's catalog, model and
-// SLO (see the comment at the top of this file).
-func OracleCost(cat *cost.Catalog, model profile.Model, spec slo.Spec, arr sim.Arrivals) (float64, error) {
-	o := newOracle(cat, model, spec)
+// SLO, with MArk's planner types when given (see the comment at the top of this file).
+func OracleCost(cat *cost.Catalog, model profile.Model, spec slo.Spec, types []planner.InstanceType, arr sim.Arrivals) (float64, error) {
+	o := newOracle(cat, model, spec, types)
 	if len(o.vms) == 0 && len(o.sls) == 0 {
 		return 0, fmt.Errorf("oracle: model %s has no VM type or serverless configuration within %v", model.Name, spec.Threshold)
 	}
@@ -189,4 +204,18 @@ func OracleCost(cat *cost.Catalog, model profile.Model, spec slo.Spec, arr sim.A
 		}
 		counts[int((at%oracleMinute)/oracleWindow)]++
 	}
+}
+
+// plannerTypes returns MArk's planner types in world w (its mark section applied), or none
+// when mark cannot run there (a serverless-only model).
+func (w World) plannerTypes() []planner.InstanceType {
+	env := sim.Env{Catalog: w.Catalog, Model: w.Model, SLO: w.Config.SLO, Decode: w.decoder("mark", nil)}
+	p, err := sim.New("mark", env)
+	if err != nil {
+		return nil
+	}
+	if t, ok := p.Scaler.(interface{ Types() []planner.InstanceType }); ok {
+		return t.Types()
+	}
+	return nil
 }

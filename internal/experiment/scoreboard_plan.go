@@ -193,7 +193,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 		}))
 	}
 	jobs = append(jobs, job(OraclePolicy, func(context.Context) (ScoreEntry, error) {
-		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, eval.Arrivals(w.Config.Seed))
+		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), eval.Arrivals(w.Config.Seed))
 		if err != nil {
 			return ScoreEntry{}, err
 		}

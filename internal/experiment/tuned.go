@@ -50,7 +50,7 @@ func knobs(ks ...tune.Knob) func(profile.Model, *cost.Catalog) []tune.Knob {
 // headroom over the observed peak and the type.
 var (
 	overProvisioning = tune.Knob{Path: "over_provisioning", Values: []any{3.0, 2.0, 1.6, 1.35, 1.2, 1.1, 1.0}}
-	kpaTarget        = tune.Knob{Path: "kpa.target", Values: []any{0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0}}
+	kpaTarget        = tune.Knob{Path: "kpa.target", Values: []any{0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0}}
 	trackingKnobs    = withTypes(overProvisioning, tune.Knob{Path: "tracking.scale_out_cooldown", Values: []any{"300s", "60s"}})
 	kpaKnobs         = withTypes(kpaTarget, tune.Knob{Path: "kpa.stable_window", Values: []any{"60s", "180s"}})
 	fixedKnobs       = withTypes(tune.Knob{Path: "headroom", Values: []any{1.5, 1.2, 1.0, 0.9, 0.8, 0.7, 0.6}})
