@@ -58,6 +58,10 @@ var (
 		tune.Knob{Path: "cool_down", Values: []any{"2m", "6m"}})
 )
 
+// maxTunedTypes bounds the type grid: the cheapest types per request at batch 1 (the
+// costlier ones never won a search on the scoreboard's settings).
+const maxTunedTypes = 3
+
 // withTypes returns first, a grid knob over the model's instance types that serve a request
 // within its SLO in the catalog (cheapest per request first, as policy.CheapestType picks),
 // then the other knobs.
@@ -76,6 +80,7 @@ func withTypes(first tune.Knob, rest ...tune.Knob) func(profile.Model, *cost.Cat
 			}
 		}
 		sort.Slice(ts, func(i, j int) bool { return ts[i].per < ts[j].per })
+		ts = ts[:min(len(ts), maxTunedTypes)]
 		out := []tune.Knob{first}
 		if len(ts) > 1 {
 			k := tune.Knob{Path: "type"}
