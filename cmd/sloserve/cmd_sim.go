@@ -32,6 +32,7 @@ type simFlags struct {
 	seriesPath, plotDir           string
 	scoreboard, noCache           bool
 	traceDirs, tuningPath         string
+	settings                      string // scoreboard: comma-separated setting names
 	setting, dataDir              string
 	servers                       int
 	meanRPS                       float64 // requests/s
@@ -76,7 +77,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	}
 	if f.scoreboard {
 		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 || f.tuningPath != "" {
-			return usagef("sim: --scoreboard takes only --traces, --policy, --duration, --seed, --no-cache and --json")
+			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache and --json")
 		}
 		return runScoreboard(ctx, e, f)
 	}
@@ -115,6 +116,7 @@ func parseSimFlags(args []string) (simFlags, error) {
 	fs.BoolVar(&f.scoreboard, "scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
 	fs.StringVar(&f.tuningPath, "tuning", "", "trace the tuned baselines (--policy all or NAME-tuned) are tuned on, scaled as --trace (default: the first half of --trace)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "do not read or write cached runs in .cache/tune (scoreboard and tuned baselines)")
+	fs.StringVar(&f.settings, "settings", "", "scoreboard: comma-separated settings to run (default all: "+strings.Join(scoreSettingNames(), ", ")+")")
 	fs.StringVar(&f.traceDirs, "traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
 	fs.StringVar(&f.setting, "setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
 	fs.StringVar(&f.dataDir, "data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
@@ -412,6 +414,15 @@ func runScoreboard(ctx context.Context, e env, f simFlags) error {
 		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
 	} else {
 		c.TraceDirs = strings.Split(f.traceDirs, ",")
+	}
+	if f.settings != "" {
+		for _, n := range strings.Split(f.settings, ",") {
+			st, ok := scoreSetting(n)
+			if !ok {
+				return usagef("sim: --settings: unknown setting %q (have %s)", n, strings.Join(scoreSettingNames(), ", "))
+			}
+			c.Settings = append(c.Settings, st)
+		}
 	}
 	if f.policy != "sloserve" && f.policy != "all" {
 		c.Policies = strings.Split(f.policy, ",")

@@ -109,3 +109,22 @@ func simulateTuned(ctx context.Context, o simOptions, stderr io.Writer) ([]slo.S
 	}
 	return out, nil
 }
+
+// scoreSettingNames lists the scoreboard's settings.
+func scoreSettingNames() []string {
+	var out []string
+	for _, st := range experiment.DefaultScoreSettings() {
+		out = append(out, st.Name)
+	}
+	return out
+}
+
+// scoreSetting returns the scoreboard setting named name.
+func scoreSetting(name string) (experiment.ScoreSetting, bool) {
+	for _, st := range experiment.DefaultScoreSettings() {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return experiment.ScoreSetting{}, false
+}

@@ -47,6 +47,7 @@ func TestSimPolicyAllTuned(t *testing.T) {
 		{"--trace", tr, "--policy", "mark", "--tuning", tr},
 		{"--trace", tr, "--policy", "bogus-tuned"},
 		{"--scoreboard", "--tuning", tr},
+		{"--scoreboard", "--settings", "bogus"},
 	} {
 		err := runSim(context.Background(), bad, env{stdout: &out, stderr: &errOut})
 		var ue *usageError
