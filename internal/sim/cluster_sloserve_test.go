@@ -190,7 +190,6 @@ func TestSloserveClusterToyRun(t *testing.T) {
 // burst300-2..4, busy cluster; docs/scoreboard.md): at 100, 400 and 1,600 rps per function
 // sloserve holds no more active servers than infless, at equal or better SLO attainment. Without ../shared/data it runs on testdata/fixture.
 func TestSloserveINFlessSetting(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	data := dataDir(t)
 	var paths []string
 	for _, f := range []string{"burst300-2.csv", "burst300-3.csv", "burst300-4.csv"} {

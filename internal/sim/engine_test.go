@@ -59,7 +59,6 @@ func staticPolicy(n int, bp batching.Policy) Policy {
 // deterministic service time against the M/D/1 mean waiting time W = ρ D / (2 (1 − ρ))
 // (Pollaczek–Khinchine), so the mean latency is D + W.
 func TestMD1PollaczekKhinchine(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	const d = 10 * time.Millisecond
 	cases := []struct {
 		name string
