@@ -42,7 +42,6 @@ func headlineRows(t *testing.T) map[string]map[string]ScoreEntry {
 // tuned row met the SLO on its tuning part, and the oracle is a floor under every policy: its
 // row has cost_vs_oracle 1 and is never the cheapest, and mark's cost_vs_oracle lies in a band.
 func TestScoreboardTunedHeadlines(t *testing.T) {
-	t.Parallel()
 	for tr, r := range headlineRows(t) {
 		checkOracleRow(t, tr, r)
 		mark, sm, me, or := r["mark"], r["sagemaker-ec2-tuned"], r["sloserve"], r[OraclePolicy]
