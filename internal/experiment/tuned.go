@@ -58,8 +58,8 @@ var (
 		tune.Knob{Path: "cool_down", Values: []any{"2m", "6m"}})
 )
 
-// maxTunedTypes bounds the type grid: the cheapest types per request at batch 1 (the
-// costlier ones never won a search on the scoreboard's settings).
+// maxTunedTypes bounds the type grid to the cheapest types per request at batch 1, to bound
+// the search's runs (a dearer type at batch 1 can still win with batching; not searched).
 const maxTunedTypes = 3
 
 // withTypes returns first, a grid knob over the model's instance types that serve a request
