@@ -14,6 +14,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/experiment"
+	"github.com/sloserve/sloserve/internal/experiment/tune"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
@@ -29,8 +30,9 @@ type simFlags struct {
 	duration                      time.Duration
 	asJSON, showPlans             bool
 	seriesPath, plotDir           string
-	scoreboard                    bool
-	traceDirs                     string
+	scoreboard, noCache           bool
+	traceDirs, tuningPath         string
+	settings                      string // scoreboard: comma-separated setting names
 	setting, dataDir              string
 	servers                       int
 	meanRPS                       float64 // requests/s
@@ -39,18 +41,22 @@ type simFlags struct {
 // simOptions is one validated replay: the engine's config, catalog and model, the scaled trace,
 // the policies to compare and where their results go.
 type simOptions struct {
-	cfg         sim.Config
-	cat         cost.Catalog
-	model       profile.Model
-	decoder     func(policy string) func(any) error // per-policy options of --config; nil without one
-	tr          *trace.Trace
-	names       []string
-	skipMissing bool // --policy all: skip the policies not implemented yet
-	single      bool // one policy named: --json prints one Summary, not an array
-	seriesPath  string
-	plotDir     string
-	showPlans   bool
-	asJSON      bool
+	cfg          sim.Config
+	cat          cost.Catalog
+	model        profile.Model
+	decoder      func(policy string) func(any) error // per-policy options of --config; nil without one
+	tr           *trace.Trace
+	names        []string
+	skipMissing  bool // --policy all: skip the policies not implemented yet
+	tuned        []experiment.TunedBaseline
+	tuning       *trace.Trace // the tuned baselines' tuning trace: --tuning, or the first half of --trace
+	cache        *tune.Cache
+	configDigest string // --config's contents, in the cache key
+	single       bool   // one policy named: --json prints one Summary, not an array
+	seriesPath   string
+	plotDir      string
+	showPlans    bool
+	asJSON       bool
 }
 
 // runSim is `sloserve sim`: replay a trace through one policy or all of them (docs/sim.md).
@@ -70,10 +76,10 @@ func runSim(ctx context.Context, args []string, e env) error {
 		return usagef("sim: --servers and --mean-rps need --setting")
 	}
 	if f.scoreboard {
-		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 {
-			return usagef("sim: --scoreboard takes only --traces, --policy, --duration, --seed and --json")
+		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 || f.tuningPath != "" {
+			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache and --json")
 		}
-		return runScoreboard(ctx, e, f.traceDirs, f.policy, f.duration, f.seed, f.asJSON)
+		return runScoreboard(ctx, e, f)
 	}
 	o, err := f.replayOptions()
 	if err != nil {
@@ -83,7 +89,11 @@ func runSim(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	return printSim(e, o, runs)
+	tuned, err := simulateTuned(ctx, o, e.stderr)
+	if err != nil {
+		return err
+	}
+	return printSim(e, o, runs, tuned)
 }
 
 // parseSimFlags parses the flags of `sloserve sim`.
@@ -104,6 +114,9 @@ func parseSimFlags(args []string) (simFlags, error) {
 	fs.StringVar(&f.seriesPath, "series", "", "write the time series of every policy to this CSV file")
 	fs.StringVar(&f.plotDir, "plot", "", "write latency CCDF, fleet and cost PNGs into this directory")
 	fs.BoolVar(&f.scoreboard, "scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
+	fs.StringVar(&f.tuningPath, "tuning", "", "trace the tuned baselines (--policy all or NAME-tuned) are tuned on, scaled as --trace (default: the first half of --trace)")
+	fs.BoolVar(&f.noCache, "no-cache", false, "do not read or write cached runs in .cache/tune (scoreboard and tuned baselines)")
+	fs.StringVar(&f.settings, "settings", "", "scoreboard: comma-separated settings to run (default all: "+strings.Join(scoreSettingNames(), ", ")+")")
 	fs.StringVar(&f.traceDirs, "traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
 	fs.StringVar(&f.setting, "setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
 	fs.StringVar(&f.dataDir, "data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
@@ -152,6 +165,20 @@ func (f simFlags) replayOptions() (simOptions, error) {
 	}
 	if o.names, o.skipMissing, err = simPolicies(f.policy); err != nil {
 		return simOptions{}, err
+	}
+	o.names, o.tuned = splitTuned(o.names, f.policy == "all")
+	if len(o.tuned) > 0 {
+		if o.tuning, err = f.tuningTrace(o.tr); err != nil {
+			return simOptions{}, err
+		}
+		o.cache = openCache(f.noCache)
+		if f.configPath != "" {
+			if o.configDigest, err = experiment.FileDigest(f.configPath); err != nil {
+				return simOptions{}, usagef("sim: --config: %v", err)
+			}
+		}
+	} else if f.tuningPath != "" {
+		return simOptions{}, usagef("sim: --tuning needs --policy all or a NAME-tuned policy")
 	}
 	return o, nil
 }
@@ -224,8 +251,8 @@ func simPolicies(policy string) (names []string, skipMissing bool, err error) {
 		names = strings.Split(policy, ",")
 	}
 	for _, n := range names {
-		if !contains(sim.Names(), n) {
-			return nil, false, usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
+		if !contains(sim.Names(), n) && !contains(tunedNames(), n) {
+			return nil, false, usagef("sim: --policy: unknown policy %q (have %s, %s, all)", n, strings.Join(sim.Names(), ", "), strings.Join(tunedNames(), ", "))
 		}
 	}
 	return names, skipMissing, nil
@@ -265,7 +292,7 @@ func simulate(ctx context.Context, o simOptions, stderr io.Writer) ([]experiment
 
 // printSim writes the runs' series (--series) and plots (--plot), prints their plans to stderr
 // (--plans) and their Summaries to stdout, as JSON or a table.
-func printSim(e env, o simOptions, runs []experiment.Named) error {
+func printSim(e env, o simOptions, runs []experiment.Named, tuned []slo.Summary) error {
 	if o.seriesPath != "" {
 		if err := writeSeries(o.seriesPath, runs); err != nil {
 			return err
@@ -291,6 +318,7 @@ func printSim(e env, o simOptions, runs []experiment.Named) error {
 			}
 		}
 	}
+	sums = append(sums, tuned...)
 	if o.asJSON {
 		if len(sums) == 1 && o.single {
 			return slo.WriteJSON(e.stdout, sums[0])
@@ -380,18 +408,27 @@ func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
 }
 
 // runScoreboard is `sloserve sim --scoreboard` (docs/scoreboard.md).
-func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Duration, seed uint64, asJSON bool) error {
-	c := experiment.ScoreboardConfig{Root: ".", Duration: d, Seed: seed}
-	if dirs == "" {
+func runScoreboard(ctx context.Context, e env, f simFlags) error {
+	c := experiment.ScoreboardConfig{Root: ".", Duration: f.duration, Seed: f.seed, Cache: openCache(f.noCache)}
+	if f.traceDirs == "" {
 		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
 	} else {
-		c.TraceDirs = strings.Split(dirs, ",")
+		c.TraceDirs = strings.Split(f.traceDirs, ",")
 	}
-	if policy != "sloserve" && policy != "all" {
-		c.Policies = strings.Split(policy, ",")
+	if f.settings != "" {
+		for _, n := range strings.Split(f.settings, ",") {
+			st, ok := scoreSetting(n)
+			if !ok {
+				return usagef("sim: --settings: unknown setting %q (have %s)", n, strings.Join(scoreSettingNames(), ", "))
+			}
+			c.Settings = append(c.Settings, st)
+		}
+	}
+	if f.policy != "sloserve" && f.policy != "all" {
+		c.Policies = strings.Split(f.policy, ",")
 		for _, n := range c.Policies {
-			if !contains(sim.Names(), n) {
-				return usagef("sim: --policy: unknown policy %q (have %s, all)", n, strings.Join(sim.Names(), ", "))
+			if !contains(sim.Names(), n) && !contains(tunedNames(), n) {
+				return usagef("sim: --policy: unknown policy %q (have %s, %s, all)", n, strings.Join(sim.Names(), ", "), strings.Join(tunedNames(), ", "))
 			}
 		}
 	}
@@ -403,7 +440,7 @@ func runScoreboard(ctx context.Context, e env, dirs, policy string, d time.Durat
 	for _, n := range notes {
 		fmt.Fprintf(e.stderr, "scoreboard: skipped %s\n", n)
 	}
-	if asJSON {
+	if f.asJSON {
 		if es == nil {
 			es = []experiment.ScoreEntry{}
 		}

@@ -8,12 +8,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/experiment/tune"
+
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
 )
@@ -55,29 +58,58 @@ type ScoreboardConfig struct {
 	Settings []ScoreSetting
 	// Policies are the policies to run (default: every registered one; those not implemented, or
 	// that cannot run in a setting — e.g. a VM policy on a serverless-only model — are noted and
-	// skipped).
+	// skipped). A name ending in "-tuned" selects that tuned baseline.
 	Policies []string
-	// Duration replays only the first Duration of every trace (0: all of it).
+	// Tuned are the tuned baselines (default DefaultTunedBaselines when Policies is empty; the
+	// ones Policies names otherwise).
+	Tuned []TunedBaseline
+	// Duration caps each part of every trace (tuning and evaluation) at its first Duration
+	// (0: whole parts).
 	Duration time.Duration
 	// Seed overrides every setting's seed when non-zero.
 	Seed uint64
-	// Progress, when set, is told about each run as it starts.
+	// Workers is how many runs go at once (default GOMAXPROCS).
+	Workers int
+	// Cache keeps runs across invocations (nil: none).
+	Cache *tune.Cache
+	// Progress, when set, is told about each run as it starts (from any worker, one at a time).
 	Progress func(setting, trace, policy string)
 }
 
 // ScoreEntry is one run of the scoreboard: the Summary (whose trace field names the trace) with
-// the setting's name and the cost relative to sagemaker's on the same trace and setting.
+// the setting's name and the cost relative to sagemaker's and to the oracle's on the same trace
+// and setting.
 type ScoreEntry struct {
 	// Setting is the ScoreSetting's name.
 	Setting string `json:"setting"`
 	slo.Summary
+	// Split is the trace part the row ran on: "evaluation" (tuned baselines were tuned on the
+	// "tuning" part; SplitTrace).
+	Split string `json:"split"`
 	// CostVsSageMaker is this run's cost divided by sagemaker's (0 when sagemaker did not run).
 	CostVsSageMaker float64 `json:"cost_vs_sagemaker,omitempty"`
+	// CostVsOracle is this run's cost divided by the oracle row's (0 when there is none).
+	CostVsOracle float64 `json:"cost_vs_oracle,omitempty"`
 	// MetSLO reports SLOAttainment ≥ the target.
 	MetSLO bool `json:"met_slo"`
-	// Cheapest marks the cheapest policy among those that met the SLO on this trace and setting.
+	// Cheapest marks the cheapest policy among those that met the SLO on this trace and setting
+	// (the oracle is not a policy and never has it).
 	Cheapest bool `json:"cheapest_meeting_slo"`
+	// Tuned is a tuned baseline's search: the knobs chosen and their outcome on the tuning part.
+	Tuned *TunedInfo `json:"tuned,omitempty"`
 }
+
+// TunedInfo is what a tuned row's search found on the tuning part.
+type TunedInfo struct {
+	Options    tune.Options `json:"options"`
+	Attainment float64      `json:"tuning_attainment"`
+	Cost       float64      `json:"tuning_cost_usd"`
+	Met        bool         `json:"tuning_met_slo"`
+	Runs       int          `json:"runs"`
+}
+
+// OraclePolicy names the oracle row.
+const OraclePolicy = "oracle"
 
 // ScoreNote records a setting, trace or policy the scoreboard could not run, and why.
 type ScoreNote struct {
@@ -125,98 +157,64 @@ func ScoreTraces(dirs []string) (names, paths []string, err error) {
 	return names, paths, nil
 }
 
-// RunScoreboard runs every policy on every trace under every setting and returns the entries in
-// (setting, trace, policy) order, with notes for what it skipped. It stops with ctx's error.
+// RunScoreboard runs every policy, every tuned baseline and the oracle on the evaluation part
+// of every trace under every setting (tuned baselines searched on the tuning part first) and
+// returns the entries in (setting, trace, row) order, with notes for what it skipped. Runs are
+// independent and go on c.Workers goroutines. It stops with ctx's error.
 func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []ScoreNote, error) {
-	settings := c.Settings
-	if len(settings) == 0 {
-		settings = DefaultScoreSettings()
-	}
-	policies := c.Policies
-	if len(policies) == 0 {
-		policies = sim.Names()
-	}
-	names, paths, err := ScoreTraces(c.TraceDirs)
+	jobs, notes, err := planScoreboard(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(paths) == 0 {
-		return nil, nil, fmt.Errorf("scoreboard: no *.csv traces under %v", c.TraceDirs)
+	var mu sync.Mutex
+	progress := func(j *scoreJob) {
+		if c.Progress != nil {
+			mu.Lock()
+			c.Progress(j.setting, j.trace, j.row)
+			mu.Unlock()
+		}
+	}
+	runPool(ctx, c.Workers, len(jobs), func(i int) { progress(jobs[i]); jobs[i].do(ctx) })
+	if err := ctx.Err(); err != nil {
+		return nil, notes, err
 	}
 	var out []ScoreEntry
-	var notes []ScoreNote
-	for _, st := range settings {
-		var fc *FileConfig
-		if st.Config != "" {
-			f, err := LoadFileConfig(filepath.Join(c.Root, st.Config))
-			if err != nil {
-				notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
-				continue
-			}
-			fc = f
+	first := 0
+	for i, j := range jobs {
+		if j.note != nil {
+			notes = append(notes, *j.note)
+		} else {
+			out = append(out, j.entry)
 		}
-		cfg := sim.DefaultConfig()
-		cfg.SeriesPeriod = 0
-		if fc != nil {
-			if err := fc.Apply(&cfg); err != nil {
-				notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
-				continue
-			}
-		}
-		if c.Seed != 0 {
-			cfg.Seed = c.Seed
-		}
-		cat, err := fc.LoadCatalog()
-		if err == nil {
-			_, err = fc.LoadModel()
-		}
-		if err != nil {
-			notes = append(notes, ScoreNote{Setting: st.Name, Err: err})
-			continue
-		}
-		model, _ := fc.LoadModel()
-		for ti, path := range paths {
-			tr, err := trace.Open(path)
-			if err == nil {
-				tr, err = scaleTrace(tr, st.MaxRPS, c.Duration)
-			}
-			if err != nil {
-				notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Err: err})
-				continue
-			}
-			rc := cfg
-			rc.Trace = names[ti]
-			env := sim.Env{Catalog: &cat, Model: model, SLO: rc.SLO, Load: sim.Load(tr)}
-			first := len(out)
-			for _, name := range policies {
-				if err := ctx.Err(); err != nil {
-					return out, notes, err
-				}
-				if fc != nil {
-					env.Decode = fc.Decoder(name)
-				}
-				p, err := sim.New(name, env)
-				if err != nil {
-					notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Policy: name, Err: err})
-					continue
-				}
-				if c.Progress != nil {
-					c.Progress(st.Name, names[ti], name)
-				}
-				res, err := sim.Run(ctx, rc, &cat, model, p, tr.Arrivals(rc.Seed))
-				if err != nil {
-					if ctx.Err() != nil {
-						return out, notes, ctx.Err()
-					}
-					notes = append(notes, ScoreNote{Setting: st.Name, Trace: names[ti], Policy: name, Err: err})
-					continue
-				}
-				out = append(out, ScoreEntry{Setting: st.Name, Summary: res.Summary})
-			}
+		if i == len(jobs)-1 || jobs[i+1].group != j.group {
 			rank(out[first:])
+			first = len(out)
 		}
 	}
 	return out, notes, nil
+}
+
+// runPool calls do(0 … n−1) on workers goroutines (default GOMAXPROCS) and waits for them.
+func runPool(ctx context.Context, workers, n int, do func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				do(i)
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // scaleTrace rescales a rate series to peak at maxRPS and cuts it to d.
@@ -232,12 +230,16 @@ func scaleTrace(tr *trace.Trace, maxRPS float64, d time.Duration) (*trace.Trace,
 	return tr.With(o)
 }
 
-// rank fills the ratio to sagemaker, MetSLO and Cheapest of one trace's entries.
+// rank fills the ratios to sagemaker and to the oracle, MetSLO and Cheapest of one trace's
+// entries; the oracle is a floor, not a policy, and is never the cheapest.
 func rank(es []ScoreEntry) {
-	var sm float64
+	var sm, or float64
 	for _, e := range es {
-		if e.Policy == "sagemaker" {
+		switch e.Policy {
+		case "sagemaker":
 			sm = e.CostUSD.Total
+		case OraclePolicy:
+			or = e.CostUSD.Total
 		}
 	}
 	best := -1
@@ -246,14 +248,17 @@ func rank(es []ScoreEntry) {
 		if sm > 0 {
 			e.CostVsSageMaker = e.CostUSD.Total / sm
 		}
+		if or > 0 {
+			e.CostVsOracle = e.CostUSD.Total / or
+		}
 		e.MetSLO = e.SLOAttainment >= e.SLO.Target
-		if e.MetSLO && (best < 0 || e.CostUSD.Total < es[best].CostUSD.Total) {
+		if e.MetSLO && e.Policy != OraclePolicy && (best < 0 || e.CostUSD.Total < es[best].CostUSD.Total) {
 			best = i
 		}
 	}
 	for i := range es {
 		// Ties (to the cent's hundredth) share the mark.
-		es[i].Cheapest = best >= 0 && es[i].MetSLO && es[i].CostUSD.Total <= es[best].CostUSD.Total*(1+1e-9)+1e-6
+		es[i].Cheapest = best >= 0 && es[i].MetSLO && es[i].Policy != OraclePolicy && es[i].CostUSD.Total <= es[best].CostUSD.Total*(1+1e-9)+1e-6
 	}
 }
 
@@ -262,8 +267,8 @@ func rank(es []ScoreEntry) {
 // ★ marks the cheapest policy meeting the SLO on each trace and setting.
 func WriteScoreTable(w io.Writer, es []ScoreEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "| setting\t| trace\t| policy\t| SLO\t| attained\t| met\t| cost $\t| cost / sagemaker\t| mean batch\t|")
-	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---:\t| ---\t| ---:\t| ---:\t| ---:\t|")
+	fmt.Fprintln(tw, "| setting\t| trace\t| policy\t| SLO\t| attained\t| met\t| cost $\t| cost / sagemaker\t| cost / oracle\t| mean batch\t|")
+	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---:\t| ---\t| ---:\t| ---:\t| ---:\t| ---:\t|")
 	for _, e := range es {
 		met := "no"
 		if e.MetSLO {
@@ -273,12 +278,16 @@ func WriteScoreTable(w io.Writer, es []ScoreEntry) error {
 		if e.CostVsSageMaker > 0 {
 			ratio = fmt.Sprintf("%.3f", e.CostVsSageMaker)
 		}
+		vsOracle := "–"
+		if e.CostVsOracle > 0 {
+			vsOracle = fmt.Sprintf("%.3f", e.CostVsOracle)
+		}
 		pol := e.Policy
 		if e.Cheapest {
 			pol += " ★"
 		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %.0f ms @ %.0f %%\t| %.2f %%\t| %s\t| %.4f\t| %s\t| %.2f\t|\n", e.Setting, e.Trace, pol,
-			e.SLO.ThresholdMS, 100*e.SLO.Target, 100*e.SLOAttainment, met, e.CostUSD.Total, ratio, e.MeanBatchSize)
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %.0f ms @ %.0f %%\t| %.2f %%\t| %s\t| %.4f\t| %s\t| %s\t| %.2f\t|\n", e.Setting, e.Trace, pol,
+			e.SLO.ThresholdMS, 100*e.SLO.Target, 100*e.SLOAttainment, met, e.CostUSD.Total, ratio, vsOracle, e.MeanBatchSize)
 	}
 	return tw.Flush()
 }
@@ -308,6 +317,10 @@ func ScoreVerdict(es []ScoreEntry) []string {
 				win = append(win, e.Policy)
 			}
 		}
+		vs := ""
+		if me != nil && me.CostVsOracle > 0 {
+			vs = fmt.Sprintf(" (%.2f× the oracle)", me.CostVsOracle)
+		}
 		switch {
 		case me == nil:
 			out = append(out, fmt.Sprintf("%s / %s: sloserve did not run", k.s, k.t))
@@ -315,11 +328,11 @@ func ScoreVerdict(es []ScoreEntry) []string {
 			out = append(out, fmt.Sprintf("%s / %s: sloserve MISSED the SLO (%.2f %% < %.0f %%); cheapest meeting it: %s", k.s, k.t,
 				100*me.SLOAttainment, 100*me.SLO.Target, strings.Join(win, ", ")))
 		case me.Cheapest && len(win) > 1:
-			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does, tied with %s", k.s, k.t, strings.Join(others(win, "sloserve"), ", ")))
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does, tied with %s%s", k.s, k.t, strings.Join(others(win, "sloserve"), ", "), vs))
 		case me.Cheapest:
-			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does", k.s, k.t))
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO and is the cheapest that does%s", k.s, k.t, vs))
 		default:
-			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO but %s is cheaper", k.s, k.t, strings.Join(win, ", ")))
+			out = append(out, fmt.Sprintf("%s / %s: sloserve meets the SLO but %s is cheaper%s", k.s, k.t, strings.Join(win, ", "), vs))
 		}
 	}
 	return out

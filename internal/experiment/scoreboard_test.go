@@ -22,12 +22,12 @@ func TestScoreboardSample(t *testing.T) {
 	if len(notes) != 0 {
 		t.Errorf("notes: %v, want none", notes)
 	}
-	if len(es) != 6 {
-		t.Fatalf("entries: got %d, want 2 traces × 3 policies", len(es))
+	if len(es) != 8 {
+		t.Fatalf("entries: got %d, want 2 traces × (3 policies + the oracle)", len(es))
 	}
 	for _, e := range es {
-		if e.Setting != "default" || e.Trace == "" || !strings.HasSuffix(e.Trace, ".csv") {
-			t.Errorf("entry %s/%s/%s: want setting default and the trace's file name", e.Setting, e.Trace, e.Policy)
+		if e.Setting != "default" || e.Trace == "" || !strings.HasSuffix(e.Trace, ".csv") || e.Split != "evaluation" {
+			t.Errorf("entry %s/%s/%s: want setting default, the trace's file name and split evaluation (got %q)", e.Setting, e.Trace, e.Policy, e.Split)
 		}
 		if e.Policy == "sagemaker" && e.CostVsSageMaker != 1 {
 			t.Errorf("sagemaker's ratio to itself: got %v, want 1", e.CostVsSageMaker)
@@ -43,8 +43,8 @@ func TestScoreboardSample(t *testing.T) {
 	if err := WriteScoreTable(&buf, es); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(buf.String(), "\n"); n != 8 {
-		t.Errorf("table: %d lines, want header + separator + 6:\n%s", n, buf.String())
+	if n := strings.Count(buf.String(), "\n"); n != 10 {
+		t.Errorf("table: %d lines, want header + separator + 8:\n%s", n, buf.String())
 	}
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -25,6 +26,9 @@ const (
 	// timeout); it bounds queues of an overloaded fleet.
 	DefaultRequestTimeout = 30 * time.Second
 )
+
+// ErrMissBudget is Run's error when more requests than Config.MissBudget missed the SLO.
+var ErrMissBudget = errors.New("sim: miss budget exceeded")
 
 // DefaultEpoch is the virtual wall-clock time at which runs start (the Twitter trace's day).
 var DefaultEpoch = time.Date(2017, 5, 25, 0, 0, 0, 0, time.UTC)
@@ -60,6 +64,10 @@ type Config struct {
 	Interruptions []Interruption
 	// Trace names the arrival trace in the Summary.
 	Trace string
+	// MissBudget, when > 0, stops the run with ErrMissBudget at the first load sample after more
+	// than this many requests missed the SLO (late, failed or rejected): a tuner's candidate
+	// that can no longer meet the SLO stops early (issue #17).
+	MissBudget int64
 	// Progress, when set, is called now and then with the virtual time reached.
 	Progress func(reached time.Duration)
 }
@@ -94,6 +102,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sim.history_len: must be ≥ 1, got %d", c.HistoryLen)
 	case c.SeriesPeriod < 0:
 		return fmt.Errorf("sim.series_period: must be ≥ 0, got %v", c.SeriesPeriod)
+	case c.MissBudget < 0:
+		return fmt.Errorf("sim.miss_budget: must be ≥ 0, got %d", c.MissBudget)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("sim.request_timeout: must be > 0, got %v", c.RequestTimeout)
 	}

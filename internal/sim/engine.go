@@ -885,6 +885,10 @@ func (e *engine) busy() bool {
 }
 
 func (e *engine) tick() {
+	if e.cfg.MissBudget > 0 && e.rec.Missed() > e.cfg.MissBudget && e.err == nil {
+		e.err = ErrMissBudget
+		return
+	}
 	// Close the sample.
 	elapsed := float64(e.now - e.off(e.sample.Start))
 	if elapsed > 0 {

@@ -69,6 +69,10 @@ func (r *Recorder) Batch(size int) {
 // Requests returns how many requests were reported.
 func (r *Recorder) Requests() int64 { return r.completed + r.failed + r.rejected }
 
+// Missed returns how many reported requests did not complete within the threshold (late,
+// failed or rejected).
+func (r *Recorder) Missed() int64 { return r.Requests() - r.met }
+
 // Attainment returns the fraction of all reported requests that completed within the threshold
 // (1 when none were reported).
 func (r *Recorder) Attainment() float64 {
