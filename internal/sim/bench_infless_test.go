@@ -140,6 +140,7 @@ func TestINFlessControlDecisions(t *testing.T) {
 	// The options the hash was recorded with: issue #18 item 10's BurstHold and BurstDrain came
 	// after it (they change the decisions of steps 1–3 on purpose).
 	o := inflesspol.DefaultOptions()
+	o.Prediction = inflesspol.PredictionExact // the hashes record the decisions on the exact profile
 	o.BurstHold, o.BurstDrain = 0, 0
 	p, err := inflesspol.New("infless", o)
 	if err != nil {
