@@ -169,4 +169,3 @@ func printLOO(e env, s *profile.COPStore, asJSON bool) error {
 	}
 	return nil
 }
-
