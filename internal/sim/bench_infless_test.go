@@ -173,7 +173,9 @@ func TestINFlessControlDecisions(t *testing.T) {
 	}
 	// BenchmarkINFlessControl10k's own step.
 	big := newControlScene(t, 50, 6000, 10_000)
-	if p, err = inflesspol.New("infless", inflesspol.DefaultOptions()); err != nil {
+	o10k := inflesspol.DefaultOptions()
+	o10k.Prediction = inflesspol.PredictionExact
+	if p, err = inflesspol.New("infless", o10k); err != nil {
 		t.Fatal(err)
 	}
 	d, err := p.Control(policy.ClusterView{Cluster: big.c.Clone(), Beta: cluster.DefaultBeta, Functions: big.fns}, DefaultEpoch.Add(time.Hour))
