@@ -12,7 +12,11 @@
 # Usage: scripts/prom-check.sh  (env: MODEL, SLO_MS, RPS, DURATION, MAX_ERR_PCT, KEEP=1 keeps the
 # temp dir, NICE=-10 runs gateway, workers, load and prometheus at that nice value (as root):
 # on a machine oversubscribed by other jobs, OS scheduling delays the gateway cannot see dominate
-# the client's p99)
+# the client's p99; RT=1 (the default where
+# permitted; RT=0 turns it off) runs the load generator at SCHED_FIFO priority 20 and the gateway at 10
+# (as root; chrt), the way a dedicated client and gateway host would see them: on a shared 2-core
+# machine at load average 15, even nice -10 leaves half the generator's sends late and adds 15–20 ms
+# of scheduler delay to its p99 that no server-side histogram can see)
 # Needs: go, prometheus and promtool (scripts/setup.sh promtool), curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +71,20 @@ YAML
 
 run=()
 [ -n "${NICE:-}" ] && run=(nice -n "$NICE")
-"${run[@]}" "$bin" serve --config "$work/serve.yaml" >"$work/serve.out" 2>"$work/serve.log" &
+gwrun=("${run[@]}")
+loadrun=("${run[@]}")
+# RT: 1, 0, or auto (default): 1 when chrt may set SCHED_FIFO here (root or CAP_SYS_NICE).
+RT=${RT:-auto}
+if [ "$RT" = auto ]; then
+	RT=0
+	chrt -f 1 true 2>/dev/null && RT=1
+fi
+if [ "$RT" = 1 ]; then
+	command -v chrt >/dev/null || { echo "prom-check: RT=1 needs chrt (util-linux)" >&2; exit 2; }
+	echo "prom-check: load generator at SCHED_FIFO 20, gateway at 10 (RT=0 turns it off)" >&2
+	loadrun=(chrt -f 20)
+fi
+"${gwrun[@]}" "$bin" serve --config "$work/serve.yaml" >"$work/serve.out" 2>"$work/serve.log" &
 pids+=($!)
 "${run[@]}" prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
 	--web.listen-address="127.0.0.1:$pp" >"$work/prometheus.log" 2>&1 &
@@ -79,9 +96,14 @@ for i in $(seq 1 120); do
 	[ "$i" = 120 ] && { echo "prom-check: gateway or prometheus not ready after 60 s" >&2; tail -5 "$work/serve.log" "$work/prometheus.log" >&2; exit 1; }
 	sleep 0.5
 done
+if [ "$RT" = 1 ]; then
+	# Every thread of the gateway, once its workers run (they are separate processes and keep
+	# their priority; chrt -R would not do: it resets the Go runtime's threads too).
+	chrt -f -a -p 10 "${pids[0]}" >/dev/null
+fi
 sleep 3 # Prometheus scrapes the zero-valued histogram before the load starts
 
-"${run[@]}" "$bin" load --target "http://127.0.0.1:$gw" --model "$MODEL" --rps "$RPS" --duration "$DURATION" --slo-ms "$SLO_MS" --json >"$work/load.json"
+"${loadrun[@]}" "$bin" load --target "http://127.0.0.1:$gw" --model "$MODEL" --rps "$RPS" --duration "$DURATION" --slo-ms "$SLO_MS" --json >"$work/load.json"
 sleep 3 # the last scrape after the load
 end=$(date +%s)
 secs=$(python3 -c "import json; print(int(json.load(open('$work/load.json'))['duration_s'])+10)")

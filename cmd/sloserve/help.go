@@ -51,6 +51,8 @@ var helpTexts = map[string]helpText{
 		examples: []string{"sloserve plan batch --rps 50 --slo-ms 500", "sloserve plan batch --trace arrivals.txt --budget 0.00001 --json"}},
 	"profile": {synopsis: "sloserve profile --models NAME[,NAME]|all|FILE.onnx [--runtime native|onnxruntime|both] [--batches 1,8,32,128] [--json] [--operators]",
 		examples: []string{"sloserve profile --models logreg", "sloserve profile --models all --runtime both --json"}},
+	"validate": {synopsis: "sloserve validate [--json] [--policies mark,target-tracking,sloserve] [--traces twitter,azure-burst] [--duration D] [--model M]",
+		examples: []string{"sloserve validate", "sloserve validate --policies mark --traces twitter --duration 30s --json"}},
 	"report": {synopsis: "sloserve report --from RUN_DIR [--out DIR] [--title T]",
 		examples: []string{"sloserve report --from runs/demo"}},
 	"train": {synopsis: "sloserve train [--out models] [--seed N] [--epochs N] [--models a,b] [--train-limit N]",

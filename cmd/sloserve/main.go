@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"forecast":  {"forecaster evaluation: 'forecast backtest --trace FILE [--model M]', 'forecast train --trace FILE --out M'", runForecast, []string{"backtest", "train"}},
 	"plan":      {"planners: 'plan batch' (BATCH serverless batching optimiser)", runPlan, []string{"batch"}},
 	"profile":   {"measure service time per batch size (and per operator) of a model", runProfile, nil},
+	"validate":  {"sim-to-real: replay trace segments live (real workers) and simulated, compare per policy", runValidate, nil},
 	"report":    {"render figures and an HTML page from a run directory", runReport, nil},
 	"train":     {"train the bundled Fashion-MNIST models and export them to ONNX", runTrain, nil},
 	"ensemble":  {"ensembles: 'ensemble eval' on the bundled labelled sample, 'ensemble sim' on the ImageNet table", runEnsemble, []string{"eval", "sim", "simulate"}},

@@ -277,45 +277,9 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 		snap.Cluster = pl.Cluster() // after the previous models' launches: the provider allocates at Launch
 	}
 	d := m.Scaler.Scale(snap, now) // the first Step asks with no history, as the simulator's start does
-	launching, ready := autoscale.Snapshot{Fleet: fleet}.Counts("")
-	live := launching + ready
-	// Bounds: never above Max, never below Min.
-	var launch []provider.Spec
-	for _, sp := range d.Launch {
-		if m.Max > 0 && live+len(launch) >= m.Max {
-			break
-		}
-		launch = append(launch, sp)
-	}
-	for live+len(launch) < m.Min {
-		launch = append(launch, provider.Spec{Model: m.Name, Type: m.Type, Tier: provider.TierVM})
-	}
-	var term []string
-	remaining := live + len(launch)
-	for _, id := range d.Terminate {
-		if remaining-1 < m.Min {
-			break
-		}
-		term = append(term, id)
-		remaining--
-	}
+	launch, term := m.Bound(d, fleet)
 	var errs []error
 	for _, sp := range launch {
-		if sp.Model == "" {
-			sp.Model = m.Name
-		}
-		if sp.Type == "" {
-			sp.Type = m.Type
-		}
-		if sp.Tier == "" {
-			sp.Tier = provider.TierVM
-		}
-		if m.MaxBatch > 0 && (sp.MaxBatch == 0 || sp.MaxBatch > m.MaxBatch) {
-			sp.MaxBatch = m.MaxBatch
-		}
-		if m.PolicyBatch {
-			sp.MaxBatch = 0
-		}
 		in, err := c.prov.Launch(ctx, sp)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("controller: launch %s: %w", m.Name, err))
@@ -374,6 +338,53 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 	}
 	c.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// Bound applies the model's bounds to a scaler's decision d on fleet, as Step does before acting
+// on it: launches past Max are dropped, launches are added up to Min, terminations that would
+// leave fewer than Min are dropped, and each launched spec is completed (model, type, tier) with
+// its MaxBatch clamped to the instance type's (cleared under PolicyBatch). The simulator's
+// validation (internal/experiment/validate) wraps a policy's scaler in it so that both sides
+// act on the same bounded decisions.
+func (m Model) Bound(d autoscale.Decision, fleet []autoscale.Member) (launch []provider.Spec, term []string) {
+	launching, ready := autoscale.Snapshot{Fleet: fleet}.Counts("")
+	live := launching + ready
+	for _, sp := range d.Launch {
+		if m.Max > 0 && live+len(launch) >= m.Max {
+			break
+		}
+		launch = append(launch, sp)
+	}
+	for live+len(launch) < m.Min {
+		launch = append(launch, provider.Spec{Model: m.Name, Type: m.Type, Tier: provider.TierVM})
+	}
+	remaining := live + len(launch)
+	for _, id := range d.Terminate {
+		if remaining-1 < m.Min {
+			break
+		}
+		term = append(term, id)
+		remaining--
+	}
+	for i := range launch {
+		sp := &launch[i]
+		if sp.Model == "" {
+			sp.Model = m.Name
+		}
+		if sp.Type == "" {
+			sp.Type = m.Type
+		}
+		if sp.Tier == "" {
+			sp.Tier = provider.TierVM
+		}
+		if m.MaxBatch > 0 && (sp.MaxBatch == 0 || sp.MaxBatch > m.MaxBatch) {
+			sp.MaxBatch = m.MaxBatch
+		}
+		if m.PolicyBatch {
+			sp.MaxBatch = 0
+		}
+	}
+	return launch, term
 }
 
 // terminate drains id in the gateway (its batches in flight complete; waiting requests stay

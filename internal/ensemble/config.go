@@ -58,6 +58,11 @@ type Config struct {
 	// MaxExhaustive is the largest candidate count for which O2 enumerates every subset; larger
 	// pools use a greedy search; in [1, 24] (default 16).
 	MaxExhaustive int
+	// DropOne is Clipper-X's selection (Cocktail §5.2: "a simple model selection (drop one model
+	// at a time) that does not utilize the mode-based policy"): the dynamic policy prunes one
+	// model whenever the interval's accuracy bound reaches the threshold, whatever the vote
+	// mode, instead of pruning to ⌊N/2⌋+1 when the mode allows it. false is Cocktail's Alg. 1.
+	DropOne bool
 }
 
 // DefaultConfig returns the paper's settings.

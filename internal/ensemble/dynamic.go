@@ -176,7 +176,11 @@ func (d *Dynamic) Step(now time.Time) Decision {
 		need := n/2 + 1
 		keep := need | 1 // an odd ensemble: an even one ties and costs one more model
 		switch {
-		case dec.LowerBound >= threshold && dec.Mode > need && keep < n:
+		case d.cfg.DropOne && dec.LowerBound >= threshold && n > 1:
+			dec.Dropped = d.drop(1)
+			dec.Reason = fmt.Sprintf("accuracy %.4f (lower bound %.4f) >= %.4f: dropped one of %d (Clipper-X)",
+				dec.Accuracy, dec.LowerBound, threshold, n)
+		case !d.cfg.DropOne && dec.LowerBound >= threshold && dec.Mode > need && keep < n:
 			dec.Dropped = d.drop(n - keep)
 			dec.Reason = fmt.Sprintf("accuracy %.4f (lower bound %.4f) >= %.4f and vote mode %d > %d needed of %d: dropped %d",
 				dec.Accuracy, dec.LowerBound, threshold, dec.Mode, need, n, len(dec.Dropped))

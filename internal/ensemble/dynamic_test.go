@@ -189,3 +189,38 @@ func TestWilsonLower(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicDropOne is Clipper-X's selection (Config.DropOne): an accurate interval drops one
+// model, the least accurate, whatever the vote mode (Cocktail's Alg. 1 would keep all five when
+// the mode only reaches the needed count); an inaccurate one adds one as Alg. 1 does.
+func TestDynamicDropOne(t *testing.T) {
+	c := Constraint{Latency: ms(20), Accuracy: 0.9}
+	cfg := DefaultConfig()
+	cfg.DropOne = true
+	for _, tt := range []struct {
+		name                string
+		right               []string
+		wantDrop, wantAdded []string
+	}{
+		{"unanimous: one at a time", []string{"a", "b", "c", "d", "e"}, []string{"e"}, nil},
+		{"bare majority: still one", []string{"a", "b", "c"}, []string{"e"}, nil},
+	} {
+		d, err := NewDynamic(cfg, c, dynPool(), nil, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed(t, d, 200, tt.right...)
+		dec := d.Step(t0.Add(30 * time.Second))
+		if !slices.Equal(dec.Dropped, tt.wantDrop) || len(dec.Added) != 0 || len(dec.Models) != 4 {
+			t.Errorf("%s: dropped %v added %v models %v, want dropped %v (%s)", tt.name, dec.Dropped, dec.Added, dec.Models, tt.wantDrop, dec.Reason)
+		}
+	}
+	d, err := NewDynamic(cfg, c, dynPool(), []string{"b", "c", "e"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, d, 10, "b")
+	if dec := d.Step(t0.Add(31 * time.Second)); !slices.Equal(dec.Added, []string{"a"}) {
+		t.Errorf("inaccurate interval: added %v, want [a] (%s)", dec.Added, dec.Reason)
+	}
+}

@@ -35,23 +35,46 @@ func EnsembleExplore(ctx context.Context, data *simens.CocktailData, tr *trace.T
 			continue
 		}
 		for _, f := range []float64{0, fail} {
-			cfg := simens.DefaultEnsembleConfig()
-			if f > 0 {
-				cfg.FailAt, cfg.FailFraction = tr.Duration()/2, f
-			}
-			pol, err := simens.NewEnsemblePolicy(name)
+			r, err := runEnsemble(ctx, data, tr, name, f)
 			if err != nil {
 				return rows, err
 			}
-			cfg.SpotPrices = data.SpotPrices
-			cat := cost.DefaultCatalog()
-			start := time.Now()
-			res, err := simens.RunEnsemble(ctx, cfg, &cat, simens.NewEnsembleWorkload(data, tr, cfg.Seed), pol)
-			if err != nil {
-				return rows, fmt.Errorf("%s: %w", name, err)
-			}
-			rows = append(rows, EnsembleRow{Policy: name, Fail: f, Result: res, Duration: time.Since(start)})
+			rows = append(rows, r)
 		}
+	}
+	return rows, nil
+}
+
+// runEnsemble runs one ensemble policy on data and tr, losing fail of every pool half-way (0: none).
+func runEnsemble(ctx context.Context, data *simens.CocktailData, tr *trace.Trace, name string, fail float64) (EnsembleRow, error) {
+	cfg := simens.DefaultEnsembleConfig()
+	if fail > 0 {
+		cfg.FailAt, cfg.FailFraction = tr.Duration()/2, fail
+	}
+	pol, err := simens.NewEnsemblePolicy(name)
+	if err != nil {
+		return EnsembleRow{}, err
+	}
+	cfg.SpotPrices = data.SpotPrices
+	cat := cost.DefaultCatalog()
+	start := time.Now()
+	res, err := simens.RunEnsemble(ctx, cfg, &cat, simens.NewEnsembleWorkload(data, tr, cfg.Seed), pol)
+	if err != nil {
+		return EnsembleRow{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return EnsembleRow{Policy: name, Fail: fail, Result: res, Duration: time.Since(start)}, nil
+}
+
+// FairEnsemble runs Cocktail beside the paper's baselines and the fair ones (issue #17) without
+// failures: cocktail, clipper, clipper-fair, clipper-x, infaas and infaas-spot, in that order.
+func FairEnsemble(ctx context.Context, data *simens.CocktailData, tr *trace.Trace) ([]EnsembleRow, error) {
+	var rows []EnsembleRow
+	for _, name := range []string{"cocktail", "clipper", "clipper-fair", "clipper-x", "infaas", "infaas-spot"} {
+		r, err := runEnsemble(ctx, data, tr, name, 0)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
 	}
 	return rows, nil
 }

@@ -18,7 +18,6 @@ import (
 // keeps at least one vote); and without failures cocktail is at least 1.3× cheaper than clipper
 // and meets the accuracy target more often than infaas (issue 7's acceptance).
 func TestEnsembleExploreAccounts(t *testing.T) {
-	t.Parallel()
 	data, err := simens.LoadCocktailData(fixture)
 	if err != nil {
 		t.Fatal(err)

@@ -26,11 +26,14 @@ func init() {
 type inflessVariant struct {
 	name string
 	mk   func() (policy.Cluster, error)
+	// tune, when set instead of mk, builds the row's policy after choosing its options on the
+	// tuning part (run) — the tuned baselines of issue #17.
+	tune func(ctx context.Context, run tuningRun) (policy.Cluster, error)
 }
 
 func inflessVariants() []inflessVariant {
 	abl := func(name string, edit func(*inflesspol.Options)) inflessVariant {
-		return inflessVariant{name, func() (policy.Cluster, error) {
+		return inflessVariant{name: name, mk: func() (policy.Cluster, error) {
 			o := inflesspol.DefaultOptions()
 			edit(&o)
 			return inflesspol.New(name, o)
@@ -38,12 +41,12 @@ func inflessVariants() []inflessVariant {
 	}
 	return []inflessVariant{
 		abl("infless", func(*inflesspol.Options) {}),
-		{"uniform", func() (policy.Cluster, error) { return uniform.New(uniform.DefaultOptions()) }},
+		{name: "uniform", mk: func() (policy.Cluster, error) { return uniform.New(uniform.DefaultOptions()) }},
 		abl("infless-BB", func(o *inflesspol.Options) { o.MaxBatch = 1 }),
 		abl("infless-OP1.5", func(o *inflesspol.Options) { o.Offset = 0.5 }),
 		abl("infless-OP2", func(o *inflesspol.Options) { o.Offset = 1.0 }),
 		abl("infless-RS", func(o *inflesspol.Options) { o.FirstFit = true }),
-		{"infless-Eq.10", func() (policy.Cluster, error) { return inflesspol.New("infless-Eq.10", inflesspol.PaperOptions()) }},
+		{name: "infless-Eq.10", mk: func() (policy.Cluster, error) { return inflesspol.New("infless-Eq.10", inflesspol.PaperOptions()) }},
 		abl("infless-nolend", func(o *inflesspol.Options) { o.Lend = false }),
 		abl("infless-nospare", func(o *inflesspol.Options) { o.Spare = false }),
 		abl("infless-Eq.1", func(o *inflesspol.Options) { o.QueueCap, o.BoundQueues, o.Backlog = false, false, false }),
@@ -74,19 +77,40 @@ func InflessTable(ctx context.Context, profileDir string, traces []string, names
 	cfg := sim.DefaultClusterConfig()
 	cfg.Trace = label
 	wo := sim.WorkloadOptions{PeakRPS: peakRPS, Duration: d, SLOTarget: 0.95, Seed: 1}
-	return runVariants(ctx, profileDir, traces, wo, cfg, keepVariants(inflessVariants(), names, "uniform"))
+	return runVariants(ctx, profileDir, traces, wo, cfg, keepVariants(append(inflessVariants(), fairVariants()...), names, "uniform"))
 }
 
 // runVariants runs each variant on a fresh OSVT + Q&A workload (sim.OSVTQA) in the cluster cfg
-// describes, in order.
+// describes, in order; tuned rows choose their options on the first half of the window.
 func runVariants(ctx context.Context, profileDir string, traces []string, wo sim.WorkloadOptions, cfg sim.ClusterConfig, variants []inflessVariant) ([]InflessTableRun, error) {
+	tune := wo
+	tune.Duration = wo.Duration / 2
+	return runSplit(ctx, profileDir, traces, tune, wo, cfg, variants)
+}
+
+// runSplit runs each variant on the evaluation workload eval, in order; a tuned row first
+// chooses its options on the tuning workload tune.
+func runSplit(ctx context.Context, profileDir string, traces []string, tune, eval sim.WorkloadOptions, cfg sim.ClusterConfig, variants []inflessVariant) ([]InflessTableRun, error) {
 	var out []InflessTableRun
+	tuning := func(ctx context.Context, p policy.Cluster) (*sim.ClusterResult, float64, error) {
+		fns, err := sim.LoadWorkload(profileDir, traces, sim.OSVTQA, tune)
+		if err != nil {
+			return nil, 0, err
+		}
+		r, err := sim.RunCluster(ctx, cfg, fns, p)
+		return r, tune.SLOTarget, err
+	}
 	for _, v := range variants {
-		fns, err := sim.LoadWorkload(profileDir, traces, sim.OSVTQA, wo)
+		fns, err := sim.LoadWorkload(profileDir, traces, sim.OSVTQA, eval)
 		if err != nil {
 			return out, err
 		}
-		p, err := v.mk()
+		var p policy.Cluster
+		if v.tune != nil {
+			p, err = v.tune(ctx, tuning)
+		} else {
+			p, err = v.mk()
+		}
 		if err != nil {
 			return out, err
 		}
@@ -154,6 +178,7 @@ func writeInflessTable(w io.Writer, set string, runs []InflessTableRun) {
 			s.Extra["rps_per_alloc_resource"], s.Extra["mean_instances"], s.Extra["mean_active_servers"], r.BatchInstances)
 	}
 	writePerFunction(w, runs)
+	writeFairGain(w, runs)
 	fmt.Fprintln(w)
 }
 

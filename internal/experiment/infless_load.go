@@ -12,7 +12,6 @@ import (
 	"github.com/sloserve/sloserve/internal/planner/infless"
 	"github.com/sloserve/sloserve/internal/policy"
 	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
-	"github.com/sloserve/sloserve/internal/policy/uniform"
 	"github.com/sloserve/sloserve/internal/sim"
 )
 
@@ -32,21 +31,20 @@ const LoadClusterServers = 1024
 // a time off the default, which run only when asked for by name.
 func loadVariants(names []string) []inflessVariant {
 	paper := func(name string, edit func(*inflesspol.Options)) inflessVariant {
-		return inflessVariant{name, func() (policy.Cluster, error) {
+		return inflessVariant{name: name, mk: func() (policy.Cluster, error) {
 			o := inflesspol.PaperOptions()
 			edit(&o)
 			return inflesspol.New(name, o)
 		}}
 	}
 	dflt := func(name string, edit func(*inflesspol.Options)) inflessVariant {
-		return inflessVariant{name, func() (policy.Cluster, error) {
+		return inflessVariant{name: name, mk: func() (policy.Cluster, error) {
 			o := inflesspol.DefaultOptions()
 			edit(&o)
 			return inflesspol.New(name, o)
 		}}
 	}
-	vs := append(inflessVariants(),
-		inflessVariant{"openfaas+", func() (policy.Cluster, error) { return uniform.New(uniform.OpenFaaSOptions()) }},
+	vs := append(append(inflessVariants(), fairVariants()...),
 		paper("infless-CRE", func(o *inflesspol.Options) { o.Metric = infless.MetricOriginal }),
 		paper("infless-β=G/C", func(o *inflesspol.Options) {
 			o.Beta = float64(cluster.DefaultServer.GPU) / float64(cluster.DefaultServer.CPU)
@@ -154,5 +152,6 @@ func writeLoadTable(w io.Writer, runs []InflessTableRun) {
 			100*x["fragment_ratio"], 100*x["fragment_cpu"], 100*x["fragment_gpu"], 100*x["fragment_ratio_filled"], x["mean_active_servers"], x["mean_instances"], r.BatchInstances)
 	}
 	writePerFunction(w, runs)
+	writeFairGain(w, runs)
 	fmt.Fprintln(w)
 }

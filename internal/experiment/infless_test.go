@@ -25,7 +25,6 @@ func fixtureINFless() (profiles string, traces []string) {
 // profiles and traces (10 minutes, 100 rps peaks): INFless serves more requests per unit of resource than the
 // BATCH-style uniform baseline, and meets every function's 95 % SLO target.
 func TestInflessTableBeatsUniform(t *testing.T) {
-	t.Parallel()
 	profiles, traces := fixtureINFless()
 	runs, err := InflessTable(context.Background(), profiles, traces, []string{"infless"}, "made-up", 100, 10*time.Minute)
 	if err != nil {
@@ -51,7 +50,6 @@ func TestInflessTableBeatsUniform(t *testing.T) {
 // TestInflessLoadRowsAndRatios: the busy-cluster experiment on the fixture at one peak runs
 // uniform and openfaas+ as the ratios' bases beside the policy asked for, and prints their rows.
 func TestInflessLoadRowsAndRatios(t *testing.T) {
-	t.Parallel()
 	profiles, traces := fixtureINFless()
 	runs, err := InflessLoad(context.Background(), profiles, traces, "made-up", 0, 5*time.Minute, 200, loadVariants([]string{"infless"}))
 	if err != nil {

@@ -177,6 +177,12 @@ type CostSplit struct {
 // MarkBreakdown runs mark with fc's setting (the simulator's defaults when fc is nil) on tr and
 // splits its VM bill (docs/mark.md, "Where the cost goes").
 func MarkBreakdown(ctx context.Context, fc *FileConfig, tr *trace.Trace) (CostSplit, slo.Summary, error) {
+	return markBreakdownLoad(ctx, fc, tr, sim.Load(tr))
+}
+
+// markBreakdownLoad is MarkBreakdown with the offline load statistics the policy is given (the zero
+// LoadStats: none, so MArk starts with no initial plan and its planner builds the whole fleet).
+func markBreakdownLoad(ctx context.Context, fc *FileConfig, tr *trace.Trace, load sim.LoadStats) (CostSplit, slo.Summary, error) {
 	cfg := sim.DefaultConfig()
 	if fc != nil {
 		if err := fc.Apply(&cfg); err != nil {
@@ -191,7 +197,7 @@ func MarkBreakdown(ctx context.Context, fc *FileConfig, tr *trace.Trace) (CostSp
 	if err != nil {
 		return CostSplit{}, slo.Summary{}, err
 	}
-	env := sim.Env{Catalog: &cat, Model: model, SLO: cfg.SLO, Load: sim.Load(tr), Decode: fc.Decoder("mark")}
+	env := sim.Env{Catalog: &cat, Model: model, SLO: cfg.SLO, Load: load, Decode: fc.Decoder("mark")}
 	p, err := sim.New("mark", env)
 	if err != nil {
 		return CostSplit{}, slo.Summary{}, err

@@ -67,7 +67,6 @@ func TestSloserveReferenceMemory(t *testing.T) {
 // 30-minute Twitter excerpts: sloserve is no dearer than batch and attains at least as much.
 // Without ../shared/data the setting's polynomial is the fixture's made-up one.
 func TestSloserveOnBatchSetting(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	var set []ScoreSetting
 	for _, s := range DefaultScoreSettings() {
 		if s.Name == "batch" {

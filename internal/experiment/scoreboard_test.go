@@ -12,7 +12,6 @@ import (
 // sloserve's default setting: one entry per (trace, policy), sagemaker's ratio 1, a verdict per
 // trace, and sloserve meeting the SLO.
 func TestScoreboardSample(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	es, notes, err := RunScoreboard(context.Background(), ScoreboardConfig{
 		Root: "../..", TraceDirs: []string{"../../testdata/traces"}, Settings: DefaultScoreSettings()[:1],
 		Policies: []string{"sagemaker", "mark", "sloserve"}, Duration: 5 * time.Minute,
@@ -54,7 +53,6 @@ func TestScoreboardSample(t *testing.T) {
 // could run, sagemaker's ratio is 1, one verdict per trace and setting, and sloserve meets the SLO
 // in sloserve's default setting.
 func TestScoreboardExperiment(t *testing.T) {
-	t.Parallel()
 	e, err := Lookup("scoreboard")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ const azureTraces = "../../../shared/data/traces/azure-functions/fn*.rpm.csv"
 // docs/keepalive.md has the table). It checks INFless §3.5's claim, summed over the traces:
 // LSTH (γ = 0.5) has fewer cold starts than HHP and less idle instance-time (per trace it does
 // not hold on every trace: docs/keepalive.md), and that HHP, summed, cuts cold starts against
-// the fixed keep-alive.
+// the fixed keep-alive; and against HHP with the same linger (hhp-linger), LSTH has 1.3–2× the
+// cold starts and 90–100 % of the idle time (checkFairLSTH).
 func TestAzureReplay(t *testing.T) {
 	files, _ := filepath.Glob(azureTraces)
 	if len(files) == 0 {
@@ -50,6 +51,7 @@ func TestAzureReplay(t *testing.T) {
 	if total["hhp"].ColdStarts >= total["fixed-10m"].ColdStarts {
 		t.Errorf("HHP cold starts %d >= fixed %d", total["hhp"].ColdStarts, total["fixed-10m"].ColdStarts)
 	}
+	checkFairLSTH(t, total, 1.3, 2, 0.9, 1) // 116 vs 71, 27,023 vs 28,523 minutes
 	lsth, hhp := total["lsth"], total["hhp"]
 	if lsth.ColdStarts >= hhp.ColdStarts || lsth.IdleMinutes >= hhp.IdleMinutes {
 		t.Errorf("LSTH does not beat HHP on both counts: cold %d vs %d, idle %.0f vs %.0f min",

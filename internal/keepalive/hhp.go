@@ -2,6 +2,7 @@ package keepalive
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -10,6 +11,33 @@ type HHPConfig struct {
 	HistogramConfig
 	// History is how far back idle times are kept; 0 keeps the whole history (standard HHP).
 	History time.Duration
+	// Linger keeps the instance loaded for this long after every invocation when the windows
+	// pre-warm (Windows.Linger): 0 is standard HHP; LingerOf gives LSTH's (issue #17: the fair
+	// comparison gives HHP the linger sloserve adds to LSTH). ≥ 0.
+	Linger time.Duration
+}
+
+// LingerOf is LSTH's linger for histogram settings c: BinWidth × (1 + Margin), HHP's keep-alive
+// for a tail in the first bin (66 s with the default 1-minute bins and 10 % margin).
+func LingerOf(c HistogramConfig) time.Duration {
+	return time.Duration(math.Round(float64(c.BinWidth) * (1 + c.Margin)))
+}
+
+// NewLingerHHP is HHP given the linger sloserve gives LSTH, in both of its stages (issue #17's
+// fair baseline): the instance lingers LingerOf(c) after every invocation, and HHP's one
+// whole-history histogram decides the pauses from the idle times beyond the linger — LSTH with
+// γ = 1 and a whole-history long window (the lsth-whole-g1 row), which is HHP plus the linger and
+// nothing of LSTH's own (no 24 h window, no short histogram).
+func NewLingerHHP(c HistogramConfig) (*LSTH, error) {
+	return NewLSTH(LSTHConfig{HistogramConfig: c, Long: 1 << 62, Short: time.Hour, Gamma: 1})
+}
+
+// LingerHHPConfig is standard HHP with LSTH's linger (LingerOf) added to its windows only: the
+// histogram still counts the idle times within the linger.
+func LingerHHPConfig() HHPConfig {
+	c := DefaultHHPConfig()
+	c.Linger = LingerOf(c.HistogramConfig)
+	return c
 }
 
 // DefaultHHPConfig returns the standard HHP settings (whole history).
@@ -24,6 +52,9 @@ func (c HHPConfig) Validate() error {
 	}
 	if c.History < 0 {
 		return fmt.Errorf("keepalive.history: must be >= 0, got %v", c.History)
+	}
+	if c.Linger < 0 {
+		return fmt.Errorf("keepalive.linger: must be >= 0, got %v", c.Linger)
 	}
 	return nil
 }
@@ -67,5 +98,8 @@ func (p *HHP) Observe(start, end time.Time) {
 func (p *HHP) Windows(now time.Time) Windows {
 	p.hist.evict(now)
 	w, _ := hybridWindows(p.hist, p.cfg.HistogramConfig)
+	if w.PreWarm > 0 {
+		w.Linger = p.cfg.Linger
+	}
 	return w
 }

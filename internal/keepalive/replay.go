@@ -163,6 +163,8 @@ func Baselines() []Builder {
 		{"fixed-10m", func() Policy { return &Fixed{KeepAlive: DefaultFixedKeepAlive} }},
 		{"hhp", func() Policy { p, _ := NewHHP(DefaultHHPConfig()); return p }},
 		{"hhp-4h", func() Policy { p, _ := NewHHP(hhp4); return p }},
+		{"hhp-linger", func() Policy { p, _ := NewLingerHHP(DefaultHistogramConfig()); return p }},
+		{"hhp-linger-window", func() Policy { p, _ := NewHHP(LingerHHPConfig()); return p }},
 		{"lsth", func() Policy { p, _ := NewLSTH(DefaultLSTHConfig()); return p }},
 		{"lsth-g0.3", func() Policy { return lsthGamma(0.3) }},
 		{"lsth-g0.7", func() Policy { return lsthGamma(0.7) }},

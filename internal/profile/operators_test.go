@@ -102,6 +102,10 @@ func TestOperatorPredictionBundledModels(t *testing.T) {
 	}
 	store := profile.NewOperatorStore()
 	ents := map[string]entry{}
+	var copFile *copData
+	if os.Getenv("SLOSERVE_WRITE_COP") != "" {
+		copFile = &copData{Note: "whole-model and per-node medians of the bundled models in the native runtime on 1 thread, written by SLOSERVE_WRITE_COP=1 go test -run TestOperatorPredictionBundledModels ./internal/profile"}
+	}
 	for _, name := range man.Names() {
 		b, err := bundled.Model(name)
 		if err != nil {
@@ -135,6 +139,12 @@ func TestOperatorPredictionBundledModels(t *testing.T) {
 			}
 		}
 		ents[name] = e
+		if copFile != nil {
+			copFile.Models = append(copFile.Models, copModel{Name: name, Measured: p.Points, Operators: p.Operators})
+		}
+	}
+	if copFile != nil {
+		writeCOPData(t, copFile)
 	}
 	for _, c := range []struct {
 		name    string

@@ -191,7 +191,6 @@ func TestSloserveClusterToyRun(t *testing.T) {
 // sloserve holds no more active servers than infless (at 100 rps: at most 3 % more), at equal or
 // better SLO attainment, with every function at its target. Without ../shared/data it runs on testdata/fixture.
 func TestSloserveINFlessSetting(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	data := dataDir(t)
 	var paths []string
 	for _, f := range []string{"burst300-2.csv", "burst300-3.csv", "burst300-4.csv"} {

@@ -38,6 +38,11 @@ type Config struct {
 	// NoiseCV is the coefficient of variation of service times (log-normal, mean preserved);
 	// 0 makes service times exactly the profile's. Must be in [0, 2].
 	NoiseCV float64
+	// NoiseFactors, when not empty, replaces the log-normal noise by an empirical distribution:
+	// each service time is the profile's times a factor drawn uniformly from NoiseFactors
+	// (measured round trips over their batch size's mean, e.g. `sloserve validate`'s profile,
+	// whose tail a log-normal misses on a shared machine). Each must be finite and > 0.
+	NoiseFactors []float64
 	// SamplePeriod is the load-sampling and scaler period. Must be > 0.
 	SamplePeriod time.Duration
 	// HistoryLen is the number of samples a scaler's Snapshot holds. Must be ≥ 1.
@@ -81,6 +86,8 @@ func (c Config) Validate() error {
 	switch {
 	case !(c.NoiseCV >= 0 && c.NoiseCV <= 2) || math.IsNaN(c.NoiseCV):
 		return fmt.Errorf("sim.noise_cv: must be in [0, 2], got %v", c.NoiseCV)
+	case !validFactors(c.NoiseFactors):
+		return fmt.Errorf("sim.noise_factors: each must be finite and > 0")
 	case c.SamplePeriod <= 0:
 		return fmt.Errorf("sim.sample_period: must be > 0, got %v", c.SamplePeriod)
 	case c.HistoryLen < 1:
@@ -99,6 +106,16 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validFactors reports whether every factor is finite and > 0.
+func validFactors(fs []float64) bool {
+	for _, f := range fs {
+		if !(f > 0) || math.IsInf(f, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Interruption is a scheduled spot interruption: at offset At the cloud sends the interruption

@@ -12,7 +12,6 @@ import (
 // short Poisson trace: a policy either reports ErrNotImplemented or accounts for every request
 // exactly once, spends money, and reproduces its Summary for the same seed.
 func TestPolicyConformance(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			cat := cost.DefaultCatalog()

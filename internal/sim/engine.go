@@ -665,6 +665,9 @@ func (e *engine) releaseBatch(b int32) {
 }
 
 func (e *engine) noise() float64 {
+	if fs := e.cfg.NoiseFactors; len(fs) > 0 {
+		return fs[e.rngSvc.IntN(len(fs))]
+	}
 	if e.noiseSig == 0 {
 		return 1
 	}

@@ -59,7 +59,6 @@ func staticPolicy(n int, bp batching.Policy) Policy {
 // deterministic service time against the M/D/1 mean waiting time W = ρ D / (2 (1 − ρ))
 // (Pollaczek–Khinchine), so the mean latency is D + W.
 func TestMD1PollaczekKhinchine(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	const d = 10 * time.Millisecond
 	cases := []struct {
 		name string
@@ -131,5 +130,34 @@ func TestDeterminism(t *testing.T) {
 	}
 	if c := run(8); reflect.DeepEqual(a.Summary, c.Summary) {
 		t.Errorf("different seeds gave identical summaries; the seed is not used")
+	}
+}
+
+// TestNoiseFactors: with NoiseFactors every service time is the curve's times one of the
+// factors (here at a load so light that most requests do not wait), drawn deterministically per seed; a
+// factor that is not finite and > 0 is refused.
+func TestNoiseFactors(t *testing.T) {
+	run := func(fs []float64) slo.Summary {
+		cfg := DefaultConfig()
+		cfg.NoiseFactors = fs
+		res, err := Run(context.Background(), cfg, nil, oneTypeModel(t, 10*time.Millisecond, 1), staticPolicy(1, batching.NewNone()), newPoisson(1, 400, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	if s := run([]float64{3}); math.Abs(s.LatencyMS.P50-30) > 0.5 {
+		t.Fatalf("factor 3 on 10 ms: p50 %.2f ms, want 30", s.LatencyMS.P50)
+	}
+	a, b := run([]float64{1, 1, 1, 10}), run([]float64{1, 1, 1, 10})
+	if !reflect.DeepEqual(a, b) || a.LatencyMS.Max < 99 || a.LatencyMS.P50 > 10.5 {
+		t.Fatalf("factors {1,1,1,10}: p50 %.2f ms, max %.2f ms (want 10 and 100, the same twice)", a.LatencyMS.P50, a.LatencyMS.Max)
+	}
+	for _, bad := range [][]float64{{0}, {1, -1}, {math.Inf(1)}, {math.NaN()}} {
+		cfg := DefaultConfig()
+		cfg.NoiseFactors = bad
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("NoiseFactors %v accepted", bad)
+		}
 	}
 }

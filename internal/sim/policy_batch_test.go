@@ -28,7 +28,6 @@ func (p *poissonArrivals) Next() (time.Duration, bool) {
 // 40 req/s Poisson arrivals with BATCH's linear profile (34 ms per request + 10 ms): batch must
 // meet the p95 SLO and cost less per request.
 func TestBatchPolicyBeatsLambda(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	curve, err := profile.NewCurve([]profile.Point{{Batch: 1, Time: 44 * time.Millisecond}, {Batch: 20, Time: 690 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +91,6 @@ func resnetV2(t *testing.T) profile.Model {
 // the SLO misses it on a third of the requests; constraining the predicted attainment at the
 // noise's CV (policies.batch.service_cv) meets the target.
 func TestBatchPolicyMeetsSLOUnderServiceNoise(t *testing.T) {
-	t.Parallel()
 	cfg, res := runBatchAcceptance(t, nil)
 	s := res.Summary
 	t.Logf("batch, noise CV %.2f: requests %d attainment %.4f p95 %.0f ms mean batch %.2f $%.4g/req", cfg.NoiseCV,
@@ -109,7 +107,6 @@ func TestBatchPolicyMeetsSLOUnderServiceNoise(t *testing.T) {
 // simulator measures what the model predicts; the online policy's plans are the vanilla start
 // and the first fit, planned for CV 0.05.
 func TestBatchPolicyPinAndPlans(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		pin  batchpol.Pin

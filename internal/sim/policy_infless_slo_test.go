@@ -19,7 +19,6 @@ import (
 // aggregate read 0.7 %, which the second case pins so that the test fails if the fixes stop
 // mattering. Skips without ../shared/data.
 func TestINFlessEveryFunctionMeetsTarget(t *testing.T) {
-	t.Parallel()
 	data := filepath.Join("..", "..", "..", "shared", "data")
 	if _, err := os.Stat(filepath.Join(data, "profiles", "infless")); err != nil {
 		t.Skipf("shared data not available: %v", err)

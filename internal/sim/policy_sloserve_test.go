@@ -11,7 +11,6 @@ import (
 )
 
 func TestSloserveServerlessOnly(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	m := profile.Model{Name: "m", Serverless: DefaultModel().Serverless}
 	cat := cost.DefaultCatalog()
 	p, err := New("sloserve", Env{Catalog: &cat, Model: m, SLO: slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, Load: LoadStats{MeanRPS: 30, PeakRPS: 60}})

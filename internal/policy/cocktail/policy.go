@@ -133,6 +133,33 @@ func InFaaS() Policy {
 	return p
 }
 
+// ClipperFair is the Clipper a competent operator would run against Cocktail (issue #17):
+// every latency-feasible model of each constraint (Full_Ensemble: a model slower than the
+// constraint cannot be waited for), Cocktail's class-weighted voting and importance-weighted
+// predictive pools, spot instances — Cocktail without dynamic selection.
+func ClipperFair() Policy {
+	p := Cocktail()
+	p.Name, p.Selection = "clipper-fair", SelectFull
+	return p
+}
+
+// ClipperX is Cocktail §5.2's Clipper-X — Clipper with a simple model selection that drops one
+// model at a time (ensemble.Config.DropOne), not Cocktail's vote-mode pruning — on Cocktail's
+// voting, autoscaler and spot market, as ClipperFair.
+func ClipperX() Policy {
+	p := Cocktail()
+	p.Name = "clipper-x"
+	p.Ensemble.DropOne = true
+	return p
+}
+
+// InFaaSSpot is InFaaS on the same spot market as Cocktail (Cocktail ran it on-demand).
+func InFaaSSpot() Policy {
+	p := InFaaS()
+	p.Name, p.Spot = "infaas-spot", true
+	return p
+}
+
 // The ensemble policies on the registry's ensemble port; cocktail-od (on-demand instances) and
 // clipper-o1 (Clipper restricted to each constraint's latency-feasible models) are ablations.
 func init() {
@@ -148,6 +175,9 @@ func init() {
 			p.Name, p.Selection = "clipper-o1", SelectFull
 			return p
 		}},
+		{"clipper-fair", "Clipper made fair (issue #17): latency-feasible full ensembles, Cocktail's voting and autoscaler, spot", ClipperFair},
+		{"clipper-x", "Clipper-X (Cocktail §5.2): drop one model at a time, Cocktail's voting and autoscaler, spot", ClipperX},
+		{"infaas-spot", "InFaaS on spot instances, the market Cocktail runs on", InFaaSSpot},
 		{"cocktail-od", "Cocktail on on-demand instances", func() Policy {
 			p := Cocktail()
 			p.Name, p.Spot = "cocktail-od", false

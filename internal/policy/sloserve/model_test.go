@@ -44,7 +44,6 @@ func newSloserveFor(t *testing.T, m profile.Model, spec slo.Spec, load policy.Lo
 
 // TestSloserveTierChoice: the base load goes to the cheaper tier at the trace's mean rate.
 func TestSloserveTierChoice(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	vm := map[string]profile.Backend{"c5.large": {Curve: testCurve(t, map[int]float64{1: 35, 8: 39, 32: 56}), Slots: 9}}
 	cases := []struct {
 		name     string
@@ -83,7 +82,6 @@ func TestSloserveTierChoice(t *testing.T) {
 
 // TestSloserveReasonsNamePieces: every decision says which piece made it.
 func TestSloserveReasonsNamePieces(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	p, s := newSloserveFor(t, profile.InferAllInception(), slo.DefaultSpec(), policy.LoadStats{MeanRPS: 50, PeakRPS: 80})
 	now := epoch.Add(time.Minute)
 	d := s.Scale(autoscale.Snapshot{}, now)
@@ -102,7 +100,6 @@ func TestSloserveReasonsNamePieces(t *testing.T) {
 // TestSloserveDeadlineGuard: the serverless buffer dispatches by deadline − S(k) even when
 // BATCH's timeout is longer.
 func TestSloserveDeadlineGuard(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	p, _ := newSloserveFor(t, profile.InferAllInception(), slo.Spec{Threshold: 600 * time.Millisecond, Target: 0.98}, policy.LoadStats{MeanRPS: 50, PeakRPS: 80})
 	b := p.Serverless.Batching
 	// One minute of 50 req/s arrivals, then the online planner's first fit (BATCH §VI-D).

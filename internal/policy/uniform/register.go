@@ -10,6 +10,7 @@ func init() {
 		defaults  func() Options
 	}{
 		{"uniform", "uniform batching (BATCH-style): one configuration for every instance of a function", DefaultOptions},
+		{"uniform-fair", "uniform batching priced by INFless's dominant share, packed, with INFless's 30 s scale-down hold (issue #17)", FairOptions},
 		{"openfaas+", "OpenFaaS+ (INFless §5.1): OpenFaaS with batching, uniform instances, fixed keep-alive", OpenFaaSOptions},
 	} {
 		name, defaults := v.name, v.defaults

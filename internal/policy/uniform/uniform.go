@@ -26,8 +26,61 @@ type Options struct {
 	// Resources, when non-zero, fixes every instance's ⟨cpu, gpu⟩ instead of choosing it (the
 	// OpenFaaS+ baseline: 2 CPU cores and 10 % of a GPU's SMs, INFless §5.1).
 	Resources cluster.Resources
+	// Price is how a configuration's resources are priced when the throughput per resource
+	// r_up / price picks it: PriceFLOPS (the zero value: βc + g, Eq. 10's FLOPS weight, which
+	// rates a thread at 0.45 GPU % and so picks CPU-only configurations that strand the GPU) or
+	// PriceShare (INFless's own cost model in sloserve: the dominant share of the server,
+	// max(c/C, g/G), plan.ShareCost on an empty server).
+	Price Price
+	// Fullest places each instance on the fullest server it fits on (the largest plan.Fill, ties
+	// to the lower index) instead of the first one; INFless's placement packs the same way.
+	Fullest bool
 	// Name names the policy; "" = "uniform".
 	Name string
+}
+
+// Price selects how Options.Price weighs a configuration's ⟨c, g⟩.
+type Price int
+
+const (
+	// PriceFLOPS weighs βc + g (INFless Eq. 10 as printed, β the run's).
+	PriceFLOPS Price = iota
+	// PriceShare weighs the dominant share max(c/C, g/G) of the server's capacity.
+	PriceShare
+)
+
+// MarshalText writes "flops" or "share".
+func (p Price) MarshalText() ([]byte, error) {
+	switch p {
+	case PriceFLOPS:
+		return []byte("flops"), nil
+	case PriceShare:
+		return []byte("share"), nil
+	}
+	return nil, fmt.Errorf("uniform.price: unknown %d", int(p))
+}
+
+// UnmarshalText reads "flops" or "share".
+func (p *Price) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "flops":
+		*p = PriceFLOPS
+	case "share":
+		*p = PriceShare
+	default:
+		return fmt.Errorf("uniform.price: want flops or share, got %q", b)
+	}
+	return nil
+}
+
+// FairOptions is the baseline a competent operator would run on INFless's cluster (issue #17):
+// BATCH-style uniform batching priced by the same dominant share INFless's placement uses
+// (PriceShare), packed onto the fullest server, with INFless's 30-second scale-down hold
+// (inflesspol.DefaultScaleDownAfter) instead of Lambda's 10-minute keep-alive.
+func FairOptions() Options {
+	o := DefaultOptions()
+	o.Price, o.Fullest, o.KeepAlive, o.Name = PriceShare, true, inflesspol.DefaultScaleDownAfter, "uniform-fair"
+	return o
 }
 
 // OpenFaaSOptions returns INFless §5.1's OpenFaaS+ baseline: no batching (b = 1), every
@@ -51,6 +104,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("uniform.max_batch: must be ≥ 1, got %d", o.MaxBatch)
 	case o.KeepAlive < 0:
 		return fmt.Errorf("uniform.keep_alive: must be ≥ 0, got %v", o.KeepAlive)
+	case o.Price != PriceFLOPS && o.Price != PriceShare:
+		return fmt.Errorf("uniform.price: unknown %d", o.Price)
 	case o.Resources.CPU < 0 || o.Resources.GPU < 0:
 		return fmt.Errorf("uniform.resources: must be non-negative, got %+v", o.Resources)
 	}
@@ -77,7 +132,8 @@ type target struct {
 // function has the same configuration ⟨b, c, g⟩, chosen once from the function's mean rate the
 // way BATCH's optimiser minimises the cost per request — the feasible configuration with the
 // highest throughput per resource (r_up / (βc + g)) whose batch fills at the mean rate (b = 1, or
-// r_low < MeanRPS) — and the fleet is scaled uniformly: ⌈R / r_up⌉ instances, placed first-fit,
+// r_low < MeanRPS; resources priced by Options.Price) — and the fleet is scaled uniformly:
+// ⌈R / r_up⌉ instances, placed first-fit (or on the fullest server, Options.Fullest),
 // each released only after it was not needed for the fixed keep-alive. Requests are spread evenly
 // over the ready instances (equal weights).
 func New(o Options) (policy.Cluster, error) {
@@ -94,7 +150,33 @@ func (p *uniformPolicy) Name() string {
 	return "uniform"
 }
 
-func (p *uniformPolicy) state(fv policy.FunctionView, beta float64) *fnState {
+// price is what Options.Price charges for r on a server of capacity capacity.
+func (p *uniformPolicy) price(r, capacity cluster.Resources, beta float64) float64 {
+	if p.o.Price == PriceShare {
+		return infless.ShareCost(r, capacity, capacity)
+	}
+	return r.Weighted(beta)
+}
+
+// place returns the server r goes on: the first it fits on, or with Fullest the one it fills most.
+func (p *uniformPolicy) place(c *cluster.Cluster, r cluster.Resources) (int, bool) {
+	if !p.o.Fullest {
+		return c.FirstFit(r)
+	}
+	best, bestFill := -1, -1.0
+	for j := range c.Len() {
+		free := c.Free(j)
+		if !free.Fits(r) {
+			continue
+		}
+		if f := infless.Fill(r, free, c.Capacity(j)); f > bestFill {
+			best, bestFill = j, f
+		}
+	}
+	return best, best >= 0
+}
+
+func (p *uniformPolicy) state(fv policy.FunctionView, beta float64, capacity cluster.Resources) *fnState {
 	if st, ok := p.fns[fv.Index]; ok {
 		return st
 	}
@@ -116,7 +198,7 @@ func (p *uniformPolicy) state(fv policy.FunctionView, beta float64) *fnState {
 			if o.Batch > 1 && !(fv.MeanRPS > o.Bounds.Low) {
 				continue
 			}
-			if e := o.Bounds.Up / o.Resources.Weighted(beta); e > best {
+			if e := o.Bounds.Up / p.price(o.Resources, capacity, beta); e > best {
 				best, st.opt, st.ok = e, o, true
 			}
 		}
@@ -129,7 +211,11 @@ func (p *uniformPolicy) state(fv policy.FunctionView, beta float64) *fnState {
 func (p *uniformPolicy) Control(v policy.ClusterView, now time.Time) (policy.ClusterDecision, error) {
 	d := policy.ClusterDecision{Weights: map[int]float64{}}
 	for _, fv := range v.Functions {
-		st := p.state(fv, v.Beta)
+		capacity := cluster.DefaultServer
+		if v.Cluster.Len() > 0 {
+			capacity = v.Cluster.Capacity(0)
+		}
+		st := p.state(fv, v.Beta, capacity)
 		if !st.ok {
 			continue // no configuration meets the SLO: the function's requests fail
 		}
@@ -149,7 +235,7 @@ func (p *uniformPolicy) Control(v policy.ClusterView, now time.Time) (policy.Clu
 		}
 		alive := len(fv.Instances)
 		for ; alive < n; alive++ {
-			server, ok := v.Cluster.FirstFit(st.opt.Resources)
+			server, ok := p.place(v.Cluster, st.opt.Resources)
 			if !ok {
 				break
 			}

@@ -9,7 +9,6 @@ import (
 // cocktail and meets the accuracy target for at least as many requests. Skips without
 // ../shared/data.
 func TestSloserveCocktailSetting(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	data, tr := cocktailSetup(t, acceptanceDuration())
 	cfg := DefaultEnsembleConfig()
 	s, c := runCocktail(t, data, tr, "sloserve", cfg).Summary, runCocktail(t, data, tr, "cocktail", cfg).Summary

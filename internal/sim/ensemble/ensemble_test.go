@@ -67,7 +67,6 @@ func runCocktail(t *testing.T, data *CocktailData, tr *trace.Trace, name string,
 // cocktail-constants.json): cocktail costs at least 1.3× less than clipper and meets the
 // accuracy target for more requests than infaas.
 func TestCocktailAcceptance(t *testing.T) {
-	t.Parallel() // long and independent: lets the package's tests use both cores
 	data, tr := cocktailSetup(t, acceptanceDuration())
 	cfg := DefaultEnsembleConfig()
 	got := map[string]*EnsembleResult{}

@@ -1,0 +1,91 @@
+package validate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/sloserve/sloserve/internal/slo"
+)
+
+// Acceptance bounds (issue #16): the simulator's attainment within AttainmentPoints points of
+// the live run's, instance-seconds and cost within RelativeBound.
+const (
+	AttainmentPoints = 1.0
+	RelativeBound    = 0.10
+)
+
+// RelErr is (sim − live) / live, or 0 when both are 0 (NaN when only live is 0).
+func RelErr(live, sim float64) float64 {
+	if live == 0 {
+		if sim == 0 {
+			return 0
+		}
+		return math.NaN()
+	}
+	return (sim - live) / live
+}
+
+// Within reports whether r meets the acceptance bounds.
+func (r Result) Within() bool {
+	dA := 100 * math.Abs(r.Sim.SLOAttainment-r.Live.SLOAttainment)
+	dI := math.Abs(RelErr(r.Live.Extra["instance_seconds"], r.Sim.Extra["instance_seconds"]))
+	dC := math.Abs(RelErr(r.Live.CostUSD.Total, r.Sim.CostUSD.Total))
+	return dA <= AttainmentPoints && dI <= RelativeBound && dC <= RelativeBound
+}
+
+// row is one printed metric of a Result.
+type row struct {
+	name string
+	get  func(s slo.Summary) float64
+	abs  bool // the error is a difference in points (×100), not relative
+	fmt  string
+}
+
+var rows = []row{
+	{"attainment", func(s slo.Summary) float64 { return s.SLOAttainment }, true, "%.4f"},
+	{"p50 ms", func(s slo.Summary) float64 { return s.LatencyMS.P50 }, false, "%.2f"},
+	{"p95 ms", func(s slo.Summary) float64 { return s.LatencyMS.P95 }, false, "%.2f"},
+	{"p99 ms", func(s slo.Summary) float64 { return s.LatencyMS.P99 }, false, "%.2f"},
+	{"instance-s", func(s slo.Summary) float64 { return s.Extra["instance_seconds"] }, false, "%.1f"},
+	{"cost vm $", func(s slo.Summary) float64 { return s.CostUSD.VM }, false, "%.6f"},
+	{"cost serverless $", func(s slo.Summary) float64 { return s.CostUSD.Serverless }, false, "%.6f"},
+	{"spills", func(s slo.Summary) float64 { return s.Extra["spills"] }, false, "%.0f"},
+	{"cold starts", func(s slo.Summary) float64 { return float64(s.ColdStarts) }, false, "%.0f"},
+	{"launches", func(s slo.Summary) float64 { return s.Extra["launches"] }, false, "%.0f"},
+	{"rejected", func(s slo.Summary) float64 { return float64(s.Rejected) }, false, "%.0f"},
+	{"mean batch", func(s slo.Summary) float64 { return s.MeanBatchSize }, false, "%.2f"},
+}
+
+// Print writes the profile and one table per Result: each metric live, simulated and the error
+// (attainment in points, the rest relative).
+func Print(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "profile: %s\n", rep.Profile)
+	for _, r := range rep.Results {
+		verdict := "within bounds"
+		if !r.Within() {
+			verdict = "OUT of bounds"
+		}
+		fmt.Fprintf(w, "\n%s on %s (%d requests): %s (attainment ±%.0f pt, instance-s and cost ±%.0f %%)\n",
+			r.Policy, r.Trace, r.Live.Requests, verdict, AttainmentPoints, 100*RelativeBound)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "metric\tlive\tsim\terror\t")
+		for _, m := range rows {
+			l, s := m.get(r.Live), m.get(r.Sim)
+			var e string
+			switch {
+			case m.abs:
+				e = fmt.Sprintf("%+.2f pt", 100*(s-l))
+			case l == 0 && s == 0:
+				e = "="
+			case l == 0:
+				e = "n/a"
+			default:
+				e = fmt.Sprintf("%+.1f %%", 100*RelErr(l, s))
+			}
+			fmt.Fprintf(tw, "%s\t"+m.fmt+"\t"+m.fmt+"\t%s\t\n", m.name, l, s, e)
+		}
+		tw.Flush()
+	}
+}
