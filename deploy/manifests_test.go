@@ -131,6 +131,24 @@ func checkInvariants(t *testing.T, objs []object) {
 	if dep == nil {
 		t.Fatalf("no Deployment sloserve/sloserve among %v", slices.Sorted(maps.Keys(byKey)))
 	}
+	// Several gateway replicas (docs/deployment.md): two at least, a budget that keeps one, an
+	// autoscaler over the Deployment, and leader election with the Lease rights.
+	if r, _ := get(dep, "spec", "replicas").(float64); r < 2 {
+		bad("Deployment replicas %v, want ≥ 2", get(dep, "spec", "replicas"))
+	}
+	if pdb := byKey["PodDisruptionBudget/sloserve/sloserve-gateway"]; fmt.Sprint(get(pdb, "spec", "minAvailable")) != "1" {
+		bad("gateway PodDisruptionBudget %v, want minAvailable 1", get(pdb, "spec"))
+	}
+	hpa := byKey["HorizontalPodAutoscaler/sloserve/sloserve"]
+	if str(hpa, "spec", "scaleTargetRef", "kind") != "Deployment" || str(hpa, "spec", "scaleTargetRef", "name") != "sloserve" {
+		bad("HorizontalPodAutoscaler sloserve %v, want one over Deployment sloserve", get(hpa, "spec"))
+	}
+	if m, _ := get(hpa, "spec", "minReplicas").(float64); m < 2 {
+		bad("HorizontalPodAutoscaler minReplicas %v, want ≥ 2", get(hpa, "spec", "minReplicas"))
+	}
+	if byKey["Role/sloserve/sloserve-leader"] == nil || byKey["RoleBinding/sloserve/sloserve-leader"] == nil {
+		bad("no Role and RoleBinding sloserve-leader (the Lease rights)")
+	}
 	if s := str(dep, "spec", "strategy", "type"); s != "RollingUpdate" {
 		bad("Deployment strategy %q, want RollingUpdate", s)
 	}
@@ -225,6 +243,16 @@ func checkInvariants(t *testing.T, objs []object) {
 		if _, port, _ := net.SplitHostPort(addr); port != ports[field] {
 			bad("config's %s address %q, want port %s (the container port %s)", field, addr, ports[field], field)
 		}
+	}
+	if le := cfg.Controller.LeaderElection; !le.Enabled || cfg.Controller.Peers.Service != "sloserve" {
+		bad("config controller.leader_election.enabled %v, peers.service %q: want leader election with the Service sloserve's peers", le.Enabled, cfg.Controller.Peers.Service)
+	}
+	podName := false
+	for _, e := range list(c, "env") {
+		podName = podName || (str(e, "name") == config.EnvPodName && str(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.name")
+	}
+	if !podName {
+		bad("gateway env has no %s from metadata.name (the replica's identity in the Lease)", config.EnvPodName)
 	}
 	if wi := cfg.Provider.Kubernetes.Image; wi != str(c, "image") {
 		bad("provider.kubernetes.image %q (the workers), want the gateway's %q", wi, str(c, "image"))

@@ -2,7 +2,8 @@
 # k8s-controlplane.sh builds, caches, starts and stops a real Kubernetes control plane on 127.0.0.1
 # for sloserve's e2e tests: kube-apiserver, kube-controller-manager and kube-scheduler built from the
 # Go module proxy, Debian's etcd-server, and KWOK fake nodes (pods are scheduled and become Running,
-# but no process runs).
+# but no process runs; their pod IPs are loopback addresses, 127.0.1.0/24, so a test can start a
+# real worker on a pod's address).
 #
 # Usage:
 #   scripts/k8s-controlplane.sh build   # build and cache binaries (idempotent; cached by version)
@@ -19,6 +20,7 @@
 #   SLOSERVE_K8S_PORT  kube-apiserver secure port (default 16443)
 #   SLOSERVE_ETCD_PORT etcd client port (default 23790; peer port is +1)
 #   SLOSERVE_K8S_NODES number of fake nodes (default 4; the odd ones are spot)
+#   SLOSERVE_K8S_POD_CIDR the pods' IPs (default 127.0.1.0/24: loopback, so only this machine)
 #   NICE               prefix for heavy builds (default "nice -n 19")
 set -euo pipefail
 
@@ -36,6 +38,7 @@ API_PORT=${SLOSERVE_K8S_PORT:-16443}
 ETCD_PORT=${SLOSERVE_ETCD_PORT:-23790}
 ETCD_PEER_PORT=$((ETCD_PORT + 1))
 NODES=${SLOSERVE_K8S_NODES:-4}
+POD_CIDR=${SLOSERVE_K8S_POD_CIDR:-127.0.1.0/24}
 NICE=${NICE:-nice -n 19}
 
 log() { echo "k8s-controlplane: $*" >&2; }
@@ -269,7 +272,7 @@ EOF
 		--kubeconfig "$STATE/kubeconfig" \
 		--manage-all-nodes=false \
 		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-		--node-ip 10.1.0.1 --cidr 10.2.0.0/16 \
+		--node-ip 10.1.0.1 --cidr "$POD_CIDR" \
 		--config "$KWOK_DIR/stages.yaml"
 	create_nodes
 	wait_for "fake nodes Ready" 60 nodes_ready

@@ -12,6 +12,7 @@ import (
 	"github.com/sloserve/sloserve/internal/adapters"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/controller/facts"
 	"github.com/sloserve/sloserve/internal/dashboard"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
@@ -26,7 +27,7 @@ const quickProfileReps = 5
 // newController builds the stack's controller: one entry per model, with the scaler named by
 // cfg.Controller.Policy planning on the model's instance type — μ* from instance_type.rps when
 // configured, else from a quick profile of the model on its first ready instance.
-func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, log *slog.Logger) (*controller.Controller, error) {
+func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, prov provider.Provider, insts []provider.Instance, reps *replicas, log *slog.Logger) (*controller.Controller, error) {
 	var models []controller.Model
 	for _, m := range cfg.Models {
 		curve, err := modelCurve(ctx, cfg, m, g, insts)
@@ -39,12 +40,8 @@ func newController(ctx context.Context, cfg config.Config, g *gateway.Gateway, p
 		}
 		models = append(models, cm)
 	}
-	read := func(model string) (controller.Reading, error) {
-		c, err := g.Counters(model)
-		return controller.Reading{Arrivals: c.Arrivals, Completed: c.Completed, Missed: c.Missed, InSystem: c.InSystem, Queued: c.Queued}, err
-	}
-	return controller.New(prov, g, read, models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
-		DrainTimeout: cfg.Gateway.BackendTimeout})
+	return controller.New(prov, g, reps.reader(g), models, controller.Options{Period: cfg.Controller.SampleInterval, Logger: log,
+		DrainTimeout: cfg.Gateway.BackendTimeout, Gather: reps.gatherFn()})
 }
 
 // modelCurve is the service-time curve the controller plans a model with.
@@ -71,7 +68,7 @@ func modelCurve(ctx context.Context, cfg config.Config, m config.Model, g *gatew
 // mount serves, next to the gateway's OIP handler h: the dashboard at /ui (over the gateway's
 // Source), the TF Serving / KServe V1 REST API at /v1/ and the SageMaker container contract at
 // /ping and /invocations (docs/protocols.md, "Mounting"), whose default model is the first one.
-func mount(h http.Handler, cfg config.Config, g *gateway.Gateway, reg prometheus.Gatherer, ctl ControlView, token string, log *slog.Logger) (http.Handler, *dashboard.Dashboard, error) {
+func mount(h http.Handler, cfg config.Config, g *gateway.Gateway, reg prometheus.Gatherer, ctl ControlView, token string, local facts.Local, log *slog.Logger) (http.Handler, *dashboard.Dashboard, error) {
 	specs := map[string]slo.Spec{}
 	for _, m := range cfg.Models {
 		specs[m.Name] = m.SLO.Spec()
@@ -101,6 +98,7 @@ func mount(h http.Handler, cfg config.Config, g *gateway.Gateway, reg prometheus
 		w.Header().Set("Allow", http.MethodPost)
 		gateway.WriteGuardError(w, fmt.Errorf("%w: %s /invocations (allowed: POST)", oip.ErrMethodNotAllowed, r.Method), cfg.Gateway.RetryAfter)
 	})
+	mux.Handle(facts.Path, facts.Handler(local, cfg.Gateway.AdminToken)) // the leader gathers it (docs/deployment.md)
 	mux.Handle("/", h)
 	return oip.CleanPaths(mux), d, nil
 }

@@ -44,12 +44,9 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		return local.New(lc, log)
 	case config.ProviderKubernetes:
 		k := cfg.Provider.Kubernetes
-		client := opts.KubernetesClient
-		if client == nil {
-			var err error
-			if client, err = kubernetes.NewClient(k.EffectiveKubeconfig()); err != nil {
-				return nil, fmt.Errorf("provider.kubernetes: %w", err)
-			}
+		client, err := kubeClient(cfg, opts)
+		if err != nil {
+			return nil, err
 		}
 		p, err := kubernetes.New(client, KubernetesConfig(k), log.With("provider", kind))
 		if err != nil {

@@ -15,10 +15,13 @@ import (
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/controller"
+	"github.com/sloserve/sloserve/internal/controller/facts"
+	"github.com/sloserve/sloserve/internal/controller/leader"
 	"github.com/sloserve/sloserve/internal/dashboard"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/provider/kubernetes"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
@@ -69,6 +72,13 @@ type Stack struct {
 	Dashboard *dashboard.Dashboard
 	// Repository serves cfg.ModelRepository's models; nil without one.
 	Repository *gateway.Repository
+	// Elector campaigns for the controller's Lease (controller.leader_election); nil when this
+	// process always controls. Identity is this replica's name in the Lease and in its facts.
+	Elector  *leader.Elector
+	Identity string
+	// Fleet sums the replicas' counters for this replica's controller when it leads
+	// (controller.peers); nil without peers.
+	Fleet *facts.Gatherer
 
 	front  *gateway.Front
 	cancel context.CancelFunc
@@ -109,13 +119,17 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if opts.Backend == nil && opts.Tracing != nil {
 		opts.Backend = gateway.NewOIPBackend(oip.ClientOptions{HTTPClient: &http.Client{Transport: opts.Tracing.Transport(oip.NewTransport())}})
 	}
+	if opts.KubernetesClient, err = kubeClient(cfg, opts); err != nil {
+		removeStage(stage)
+		return nil, err
+	}
 	prov, err := newProvider(ctx, cfg, opts, log)
 	if err != nil {
 		removeStage(stage)
 		return nil, err
 	}
 	g, err := gateway.New(gateway.Options{Logger: log, Registerer: reg, BackendTimeout: cfg.Gateway.BackendTimeout, Dispatch: cfg.Gateway.Dispatch,
-		Backend: opts.Backend, Version: opts.Build.Version})
+		Backend: opts.Backend, Version: opts.Build.Version, ReadyAfterSync: true})
 	if err != nil {
 		closeProvider(prov)
 		return nil, err
@@ -140,8 +154,20 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err := gateway.AddEnsembles(g, cfg); err != nil {
 		return fail(err)
 	}
-	if err := launchFleet(ctx, cfg, prov, log); err != nil {
+	reps, err := newReplicas(cfg, opts.KubernetesClient, g, log)
+	if err != nil {
 		return fail(err)
+	}
+	s.Elector, s.Identity, s.Fleet = reps.elector, reps.identity, reps.gather
+	if kp, ok := prov.(*kubernetes.Provider); ok && reps.elector != nil {
+		kp.SetActive(reps.elector.IsLeader) // interrupted pods are replaced by the leader alone
+	}
+	// With leader election the leader's controller keeps each model's fleet: a replica never
+	// launches on its own (three replicas starting at once would launch three fleets).
+	if !cfg.Controller.LeaderElection.Enabled {
+		if err := launchFleet(ctx, cfg, prov, log); err != nil {
+			return fail(err)
+		}
 	}
 	insts, _ := prov.Instances(ctx)
 	if err := g.Sync(ctx, insts); err != nil {
@@ -157,7 +183,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 			log.Warn("model repository: some models are not served", "err", err)
 		}
 	}
-	ctl, err := newController(ctx, cfg, g, prov, insts, log)
+	ctl, err := newController(ctx, cfg, g, prov, insts, reps, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -167,7 +193,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	if err != nil {
 		return fail(err)
 	}
-	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, cmp.Or(opts.DashboardToken, cfg.Gateway.AdminToken), log); err != nil {
+	if h, s.Dashboard, err = mount(h, cfg, g, reg, ctl, cmp.Or(opts.DashboardToken, cfg.Gateway.AdminToken), reps.local(g), log); err != nil {
 		return fail(err)
 	}
 	instances := 0
@@ -191,7 +217,7 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		ctl.Run(wctx)
+		reps.run(wctx, ctl) // under the Lease with leader election
 	}()
 	go func() {
 		defer s.wg.Done()

@@ -363,6 +363,9 @@ func (c Config) Validate() error {
 	if c.Provider.Kind == ProviderKubernetes && c.Controller.PlacesInstances() {
 		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", c.Controller.Policy)
 	}
+	if err := c.validateReplicas(); err != nil {
+		return err
+	}
 	if len(c.Models) == 0 && c.ModelRepository == "" {
 		return errors.New("models: at least one model is required (or a model_repository)")
 	}

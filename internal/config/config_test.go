@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestLoadExample(t *testing.T) {
 	if it := c.Models[1].InstanceType; it != DefaultInstanceType() {
 		t.Errorf("models[1].instance_type (-want +got):\n- %+v\n+ %+v", DefaultInstanceType(), it)
 	}
-	if c.Controller != DefaultController() {
+	if !reflect.DeepEqual(c.Controller, DefaultController()) {
 		t.Errorf("controller (-want +got):\n- %+v\n+ %+v", DefaultController(), c.Controller)
 	}
 	if c.Gateway.IdleTimeout != 120*time.Second || c.Workers.StopTimeout != 5*time.Second {
@@ -145,7 +146,7 @@ func TestDecodeControllerPartial(t *testing.T) {
 	}
 	want := DefaultController()
 	want.Policy, want.Unit = ControllerMark, 10*time.Second
-	if c.Controller != want {
+	if !reflect.DeepEqual(c.Controller, want) {
 		t.Errorf("controller (-want +got):\n- %+v\n+ %+v", want, c.Controller)
 	}
 	wantT := DefaultInstanceType()

@@ -110,6 +110,11 @@ type Controller struct {
 	// Cluster is the servers the infless policy places instances on (the local provider accounts
 	// for them); other policies ignore it.
 	Cluster Cluster `yaml:"cluster"`
+	// LeaderElection runs the loop on one of several gateway replicas only (the Lease holder);
+	// the others serve and follow the fleet.
+	LeaderElection LeaderElection `yaml:"leader_election"`
+	// Peers are the other replicas whose counters the leader's loop adds to its own.
+	Peers Peers `yaml:"peers"`
 }
 
 // Cluster describes identical servers of CPU threads and GPU SM share (INFless's cluster model).
@@ -155,7 +160,8 @@ func (c Cluster) validate() error {
 // DefaultController returns the sloserve controller with the live defaults above.
 func DefaultController() Controller {
 	return Controller{Policy: ControllerSloserve, SampleInterval: DefaultControllerSample, Unit: DefaultControllerUnit,
-		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, Cluster: DefaultCluster()}
+		MinInstances: 1, MaxInstances: DefaultControllerMaxInstances, Cluster: DefaultCluster(),
+		LeaderElection: DefaultLeaderElection(), Peers: DefaultPeers()}
 }
 
 func validPolicy(p string) bool {
@@ -176,6 +182,12 @@ func (c Controller) Validate() error {
 		return fmt.Errorf("controller.min_instances: must be ≥ 0, got %d", c.MinInstances)
 	case c.MaxInstances < max(c.MinInstances, 1) || c.MaxInstances > 1000:
 		return fmt.Errorf("controller.max_instances: must be in [max(min_instances, 1), 1000], got %d", c.MaxInstances)
+	}
+	if err := c.LeaderElection.validate(); err != nil {
+		return err
+	}
+	if err := c.Peers.validate(); err != nil {
+		return err
 	}
 	return c.Cluster.validate()
 }

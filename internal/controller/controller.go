@@ -84,6 +84,11 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Logger receives lifecycle events (launches, terminations); nil discards them.
 	Logger *slog.Logger
+	// Gather, when set, is called at the start of every Step, before the Reader: the leader of
+	// several gateway replicas fetches its peers' counters there (internal/controller/facts), so
+	// that one Step reads one consistent fleet-wide sample. Its error is reported by Step, which
+	// goes on with what was gathered.
+	Gather func(ctx context.Context, now time.Time) error
 }
 
 // View is what the controller last saw and decided for one model; safe to read from any
@@ -210,13 +215,18 @@ func (c *Controller) Instances(ctx context.Context) ([]provider.Instance, error)
 // launches through the provider, terminations as drain-then-terminate in the background. It
 // then syncs the gateway with the fleet (new ready instances take batches at once).
 func (c *Controller) Step(ctx context.Context, now time.Time) error {
+	var errs []error
+	if c.opts.Gather != nil {
+		if err := c.opts.Gather(ctx, now); err != nil {
+			errs = append(errs, fmt.Errorf("controller: gather facts: %w", err))
+		}
+	}
 	insts, err := c.Instances(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: list instances: %w", err)
 	}
 	// Launch order, as the simulator lists its fleet; ties keep the provider's order.
 	sort.SliceStable(insts, func(i, j int) bool { return insts[i].Launched.Before(insts[j].Launched) })
-	var errs []error
 	for _, m := range c.models {
 		if err := c.stepModel(ctx, m, insts, now); err != nil {
 			errs = append(errs, err)

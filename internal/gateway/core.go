@@ -32,11 +32,12 @@ func (g *Gateway) ServerMetadata(ctx context.Context) (oip.ServerMetadata, error
 	return oip.ServerMetadata{Name: "sloserve-gateway", Version: v, Extensions: ext}, nil
 }
 
-// Ready implements oip.Core: the gateway is ready while it is open and every model — each
+// Ready implements oip.Core: the gateway is ready while it is open, has the fleet view (with
+// Options.ReadyAfterSync: a clean Sync done), and every model — each
 // configured model and each loaded version of a repository model — has at least one instance
 // taking batches (Triton's --strict-readiness, its default).
 func (g *Gateway) Ready(ctx context.Context) bool {
-	if g.closed.Load() {
+	if g.closed.Load() || g.unsynced.Load() {
 		return false
 	}
 	t := g.repo.Load()

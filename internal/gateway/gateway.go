@@ -36,6 +36,10 @@ type Options struct {
 	// Version is the server version GET /v2 and ServerMetadata report (the build's module
 	// version, which the binary passes down); "" means "(devel)".
 	Version string
+	// ReadyAfterSync keeps GET /v2/health/ready at "not ready" until a Sync has applied the
+	// fleet without an error: a replica that starts before its fleet is known (leader election:
+	// a follower does not launch) takes traffic only once it has the fleet view.
+	ReadyAfterSync bool
 }
 
 // Model is one model the gateway serves (batcher.Model).
@@ -66,7 +70,8 @@ type Gateway struct {
 	mu       sync.Mutex // serialises AddModel and Close
 	batchers atomic.Pointer[map[string]*served]
 	closed   atomic.Bool
-	stats    statsTable // per-model request counters (stats.go)
+	unsynced atomic.Bool // Options.ReadyAfterSync and no clean Sync yet
+	stats    statsTable  // per-model request counters (stats.go)
 
 	repo    atomic.Pointer[repoTable]  // the model repository's public names and versions (repotable.go)
 	repoMgr atomic.Pointer[Repository] // loads and unloads the repository's models; nil: none
@@ -80,6 +85,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	g.unsynced.Store(opts.ReadyAfterSync)
 	if g.backend == nil {
 		g.backend = NewOIPBackend(oip.ClientOptions{})
 	}

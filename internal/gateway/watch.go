@@ -60,6 +60,9 @@ func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
 			}
 		}
 	}
+	if len(errs) == 0 {
+		g.unsynced.Store(false) // the fleet view is in (Options.ReadyAfterSync)
+	}
 	return errors.Join(errs...)
 }
 

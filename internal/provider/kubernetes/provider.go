@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,8 @@ type Provider struct {
 	nudge chan struct{}
 	// manual leaves Step to the caller (tests); the loop then only waits.
 	manual bool
+	// active, when set, gates the loop's interruption handling (SetActive).
+	active atomic.Pointer[func() bool]
 
 	// stepMu serialises Step; noticed remembers the pods Step has already noticed (by UID, with
 	// their replacement) until the informer cache shows the annotation, so a quick second Step
@@ -163,7 +166,7 @@ func (p *Provider) run(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Resync)
 	defer t.Stop()
 	for {
-		if p.cfg.WatchNodes && !p.manual {
+		if p.cfg.WatchNodes && !p.manual && p.isActive() {
 			if err := p.Step(ctx, p.now()); err != nil && ctx.Err() == nil {
 				p.log.Warn("interruption handling failed", "err", err)
 			}
@@ -175,6 +178,23 @@ func (p *Provider) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// SetActive makes the loop handle interruptions (annotate, replace, delete) only while active
+// returns true: of several gateway replicas sharing a fleet, the leader alone (leader.Elector's
+// IsLeader), so that an interrupted pod is replaced once, not once per replica. Safe to call
+// from any goroutine; nil means always.
+func (p *Provider) SetActive(active func() bool) {
+	if active == nil {
+		p.active.Store(nil)
+		return
+	}
+	p.active.Store(&active)
+}
+
+func (p *Provider) isActive() bool {
+	f := p.active.Load()
+	return f == nil || (*f)()
 }
 
 func (p *Provider) ready() error {

@@ -19,6 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/controller/facts"
+	"github.com/sloserve/sloserve/internal/controller/leader"
 	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes/discovery"
@@ -103,7 +106,8 @@ func readRBAC(t *testing.T) map[grant]bool {
 
 // TestRBACIsMinimal drives every path of the provider and the discovery watcher against a fake
 // clientset — start, launch, readiness, terminate, interruption notice with replacement and the
-// removal of the interrupted pod, endpoint events — records the calls, and checks them against
+// removal of the interrupted pod, endpoint events — and of the replicas (a leader-election term
+// on the Lease, the peers from EndpointSlices), records the calls, and checks them against
 // deploy/kustomize/rbac.yaml both ways: every call is granted, every grant is called.
 func TestRBACIsMinimal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -185,6 +189,30 @@ func TestRBACIsMinimal(t *testing.T) {
 		synctest.Wait()
 		if _, err := admin.Get(corev1.SchemeGroupVersion.WithResource("pods"), cfg.Namespace, in.ID); err == nil {
 			t.Error("interrupted pod not deleted after its replacement became ready")
+		}
+
+		// Several gateway replicas: a term of leader election (acquire: get, create; renew: get,
+		// update; release: update) and the peers from the gateway Service's EndpointSlices.
+		e, err := leader.New(leader.Config{Client: cs, Namespace: cfg.Namespace, Name: config.DefaultLeaseName, Identity: "gw-0",
+			LeaseDuration: config.DefaultLeaseDuration, RenewDeadline: config.DefaultRenewDeadline, RetryPeriod: config.DefaultRetryPeriod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx, lcancel := context.WithCancel(ctx)
+		led := make(chan struct{})
+		go func() {
+			defer close(led)
+			_ = e.Run(lctx, func(c context.Context) { <-c.Done() })
+		}()
+		time.Sleep(3 * config.DefaultRetryPeriod)
+		synctest.Wait()
+		if !e.IsLeader() {
+			t.Error("the only replica does not lead")
+		}
+		lcancel()
+		<-led
+		if _, err := (facts.EndpointSlices{Client: cs, Namespace: cfg.Namespace, Service: "sloserve", Port: "http"}).URLs(ctx); err != nil {
+			t.Fatal(err)
 		}
 
 		allowed := readRBAC(t)

@@ -92,6 +92,18 @@ func adminConfig(t *testing.T) *rest.Config {
 // with exactly the rights the manifests grant.
 func setupNamespace(t *testing.T, ctx context.Context, admin clientset.Interface, base *rest.Config) (string, clientset.Interface) {
 	t.Helper()
+	ns, scfg := setupNamespaceConfig(t, ctx, admin, base)
+	cs, err := clientset.NewForConfig(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, cs
+}
+
+// setupNamespaceConfig is setupNamespace returning the ServiceAccount's client configuration
+// (for processes the test starts: a kubeconfig with its token).
+func setupNamespaceConfig(t *testing.T, ctx context.Context, admin clientset.Interface, base *rest.Config) (string, *rest.Config) {
+	t.Helper()
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	ns := "sloserve-e2e-" + hex.EncodeToString(b[:])
@@ -165,11 +177,7 @@ func setupNamespace(t *testing.T, ctx context.Context, admin clientset.Interface
 	scfg := rest.AnonymousClientConfig(base)
 	scfg.BearerToken = tok.Status.Token
 	scfg.QPS, scfg.Burst = 50, 100
-	cs, err := clientset.NewForConfig(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns, cs
+	return ns, scfg
 }
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() (bool, error)) time.Duration {
