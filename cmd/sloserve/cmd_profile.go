@@ -38,6 +38,7 @@ type profileOptions struct {
 	ortLib   string // libonnxruntime.so, "" for the default
 	threads  int    // onnxruntime intra-op threads
 	asJSON   bool
+	store    storeOptions
 }
 
 // runProfile measures service time per batch size (and per operator) of bundled models.
@@ -45,6 +46,9 @@ func runProfile(ctx context.Context, args []string, e env) error {
 	o, err := parseProfileFlags(args)
 	if err != nil {
 		return err
+	}
+	if o.store.path != "" || o.store.looFrom != "" {
+		return runOperatorStore(ctx, o, e)
 	}
 	report, err := measureProfiles(ctx, o, e.stderr)
 	if err != nil {
@@ -80,7 +84,11 @@ func parseProfileFlags(args []string) (profileOptions, error) {
 	fs.StringVar(&opts.Clock, "clock", models.ClockThreadCPU, "thread-cpu (service time on a dedicated core; robust on a shared machine) or wall")
 	fs.StringVar(&o.ortLib, "onnxruntime-lib", "", "path of libonnxruntime.so (default $ONNXRUNTIME_LIB, else .cache/onnxruntime/)")
 	fs.IntVar(&o.threads, "threads", 1, "onnxruntime intra-op threads")
+	st := addStoreFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return o, err
+	}
+	if done, err := st.resolve(&o, *modelFlag, *batches); done || err != nil {
 		return o, err
 	}
 	if *modelFlag == "" {

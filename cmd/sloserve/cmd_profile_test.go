@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sloserve/sloserve/internal/profile"
@@ -53,5 +54,32 @@ func TestProfileJSON(t *testing.T) {
 	}
 	if len(p.Operators) != 2 || len(p.Operators[0].Nodes) == 0 {
 		t.Errorf("operators = %+v, want per-node times for both batch sizes", p.Operators)
+	}
+}
+
+// TestProfileStoreFlags: the operator store's flags are checked before anything is measured, and
+// --loo-from prints the committed snapshot's leave-one-out errors.
+func TestProfileStoreFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--store", "/tmp/x.json"},
+		{"--loo"},
+		{"--operators", "--store", "/tmp/x.json", "--thread-counts", "0"},
+		{"--operators", "--store", "/tmp/x.json", "--rounds", "0"},
+		{"--store", "/tmp/x.json", "--loo-from", "y.json"},
+		{"--loo-from", "does-not-exist.json"},
+	} {
+		var out, errOut bytes.Buffer
+		err := runProfile(context.Background(), args, env{stdout: &out, stderr: &errOut})
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: error %v, want a usage error", args, err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := runProfile(context.Background(), []string{"--loo-from", "../../internal/profile/testdata/opstore.json"}, env{stdout: &out, stderr: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "batch 8   threads 2") {
+		t.Errorf("--loo-from output lacks the batch 8, 2 threads mean:\n%s", out.String())
 	}
 }

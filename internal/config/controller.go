@@ -127,6 +127,11 @@ type Cluster struct {
 	// GPU is each server's GPU SM share (percent; 100 = one GPU). 0: CPU only, as on a machine
 	// without a GPU.
 	GPU int `yaml:"gpu"`
+	// OperatorStore is an operator store file (`sloserve profile --operators --store FILE
+	// --models M.onnx`; docs/infless.md "Operator-level prediction"): INFless plans every model
+	// whose operator graph it holds with COP's predicted ⟨b, c⟩ service times at each of the
+	// store's thread counts, instead of the model's one-thread curve. "" = none.
+	OperatorStore string `yaml:"operator_store"`
 }
 
 // DefaultCluster is one server with this machine's threads (CPU 0) and no GPU.

@@ -61,8 +61,12 @@ func INFlessLiveOptions(unit, coolDown time.Duration) inflesspol.Options {
 	return o
 }
 
-// liveINFless sets the live world's settings (INFlessLiveOptions) on o.
+// liveINFless sets the live world's settings (INFlessLiveOptions) on o. Live, the profile is this
+// machine's measurement (or COP's prediction, controller.cluster.operator_store), not the
+// generator of the service times as in the simulator, so the policy plans with it as it is
+// (inflesspol.PredictionExact): no synthetic error on top.
 func liveINFless(o *inflesspol.Options, unit, coolDown time.Duration) {
+	o.Prediction = inflesspol.PredictionExact
 	o.Lend, o.Spare = false, false
 	o.ScaleDownAfter = coolDown
 	o.IdleUnit = unit

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/autoscale"
 	"github.com/sloserve/sloserve/internal/cluster"
+	"github.com/sloserve/sloserve/internal/config"
 	"github.com/sloserve/sloserve/internal/planner/infless"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/provider"
@@ -184,5 +185,42 @@ func TestNewINFlessErrors(t *testing.T) {
 		if err := tc.f(); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// TestNewModelINFlessCOP: with controller.cluster.operator_store, live INFless plans a model the
+// store holds the graph of with COP's predicted ⟨b, c⟩ grid — every thread count of the store —
+// instead of the one-thread curve, and a model it lacks is refused naming the option.
+func TestNewModelINFlessCOP(t *testing.T) {
+	cfg := config.Default()
+	cfg.Controller.Policy = "infless"
+	cfg.Controller.Cluster.OperatorStore = "../profile/testdata/opstore.json"
+	m := config.DefaultModel("mlp256")
+	m.InstanceType.RPS = 100
+	curve, err := LocalCurve(100, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := NewModel(cfg, m, curve, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := cm.Scaler.(*INFless)
+	if !ok {
+		t.Fatalf("scaler %T, want *INFless", cm.Scaler)
+	}
+	threads := map[int]bool{}
+	for _, p := range s.prof.Points {
+		threads[p.CPU] = true
+		if p.Latency == curve.ServiceTime(p.Batch) {
+			t.Errorf("point %+v is the curve's time: not COP's", p)
+		}
+	}
+	if !threads[1] || !threads[2] {
+		t.Errorf("COP profile threads %v, want 1 and 2", threads)
+	}
+	m.Name = "not-in-store"
+	if _, err := NewModel(cfg, m, curve, time.Unix(0, 0)); err == nil || !strings.Contains(err.Error(), "operator_store") {
+		t.Errorf("a model without a graph in the store: err %v, want one naming controller.cluster.operator_store", err)
 	}
 }

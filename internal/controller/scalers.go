@@ -2,9 +2,11 @@ package controller
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/config"
+	"github.com/sloserve/sloserve/internal/planner/infless"
 	"github.com/sloserve/sloserve/internal/policy"
 	inflesspol "github.com/sloserve/sloserve/internal/policy/infless"
 	"github.com/sloserve/sloserve/internal/profile"
@@ -57,6 +59,15 @@ func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time
 		if err := cfg.Policies.Decoder(name, nil)(o); err != nil {
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
 		}
+		if path := c.Cluster.OperatorStore; path != "" {
+			cp, err := COPProfile(path, m.Name, it.MaxBatch)
+			if err != nil {
+				return Model{}, fmt.Errorf("controller %s: controller.cluster.operator_store: %w", m.Name, err)
+			}
+			prof = cp
+			o.Prediction = inflesspol.PredictionCOP
+			o.Predictor = func(profile.INFlessProfile) infless.Predictor { return infless.ProfilePredictor(cp) }
+		}
 		s, err := newINFless(name, spec, m.SLO.Spec().Threshold, prof, policy.DefaultRateWindow, *o)
 		if err != nil {
 			return Model{}, fmt.Errorf("controller %s: %w", m.Name, err)
@@ -104,6 +115,30 @@ func NewModel(cfg config.Config, m config.Model, curve profile.Curve, start time
 type forecaster interface {
 	Forecast() []float64
 	Unit() time.Duration
+}
+
+// COPProfile is the INFless profile COP predicts for model from the operator store at path
+// (profile.COPStore.INFlessProfile): every thread count the store measured × batch sizes 1, 2,
+// 4, … up to maxBatch (32, INFless §5.1's cap, when ≤ 0). The store must hold the model's
+// operator graph (`sloserve profile --operators --store FILE --models` with the model).
+func COPProfile(path, model string, maxBatch int) (profile.INFlessProfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return profile.INFlessProfile{}, err
+	}
+	defer f.Close()
+	st, err := profile.ReadCOPStore(f)
+	if err != nil {
+		return profile.INFlessProfile{}, err
+	}
+	g, ok := st.Model(model)
+	if !ok {
+		return profile.INFlessProfile{}, fmt.Errorf("%s holds no operator graph of model %q (measure it with sloserve profile --operators --store FILE --models including it)", path, model)
+	}
+	if maxBatch <= 0 {
+		maxBatch = inflesspol.DefaultMaxBatch
+	}
+	return st.INFlessProfile(g, maxBatch)
 }
 
 // INFlessThreads is the CPU threads of the configurations INFlessProfileFromCurve describes: the

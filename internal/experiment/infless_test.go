@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/sim"
 )
 
 // fixture is the committed stand-in for the shared data (testdata/fixture/README.md).
@@ -64,5 +66,40 @@ func TestInflessLoadRowsAndRatios(t *testing.T) {
 	}
 	if inf, uni := runs[0].Summary.Extra["rps_per_resource"], runs[1].Summary.Extra["rps_per_resource"]; inf <= uni {
 		t.Errorf("infless %.4f rps/resource, uniform %.4f: want infless higher", inf, uni)
+	}
+}
+
+// TestInflessEveryFunctionMeetsTargetWithPredictionError is issue #17's per-function claim: with
+// the default ±10 % per-configuration prediction error (never the generating profile), INFless
+// and sloserve's cluster policy meet every function's 95 % target — each function's attainment is
+// in the aggregate's extra (per_function.*) — on the fixture's burst traces at 400 rps.
+func TestInflessEveryFunctionMeetsTargetWithPredictionError(t *testing.T) {
+	t.Parallel()
+	profiles, traces := fixtureINFless()
+	for _, name := range []string{"infless", "sloserve", "infless-exact"} {
+		p, err := sim.NewClusterPolicy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns, err := sim.LoadWorkload(profiles, traces, sim.OSVTQA, sim.WorkloadOptions{PeakRPS: 100, Duration: 10 * time.Minute, SLOTarget: 0.95, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sim.DefaultClusterConfig()
+		r, err := sim.RunCluster(context.Background(), cfg, fns, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := r.Summary.Extra
+		for _, f := range fns {
+			a, ok := x["per_function."+f.Name+".attainment"]
+			t.Logf("%s: %s attains %.4f", name, f.Name, a)
+			if !ok || a < 0.95 {
+				t.Errorf("%s: %s attains %.4f (in extra: %v), want ≥ 0.95", name, f.Name, a, ok)
+			}
+		}
+		if m := x["per_function.worst_margin"]; m < 0 {
+			t.Errorf("%s: per_function.worst_margin %.4f < 0", name, m)
+		}
 	}
 }

@@ -140,6 +140,7 @@ func TestINFlessControlDecisions(t *testing.T) {
 	// The options the hash was recorded with: issue #18 item 10's BurstHold and BurstDrain came
 	// after it (they change the decisions of steps 1–3 on purpose).
 	o := inflesspol.DefaultOptions()
+	o.Prediction = inflesspol.PredictionExact // the hashes record the decisions on the exact profile
 	o.BurstHold, o.BurstDrain = 0, 0
 	p, err := inflesspol.New("infless", o)
 	if err != nil {
@@ -172,7 +173,9 @@ func TestINFlessControlDecisions(t *testing.T) {
 	}
 	// BenchmarkINFlessControl10k's own step.
 	big := newControlScene(t, 50, 6000, 10_000)
-	if p, err = inflesspol.New("infless", inflesspol.DefaultOptions()); err != nil {
+	o10k := inflesspol.DefaultOptions()
+	o10k.Prediction = inflesspol.PredictionExact
+	if p, err = inflesspol.New("infless", o10k); err != nil {
 		t.Fatal(err)
 	}
 	d, err := p.Control(policy.ClusterView{Cluster: big.c.Clone(), Beta: cluster.DefaultBeta, Functions: big.fns}, DefaultEpoch.Add(time.Hour))

@@ -129,7 +129,8 @@ type ClusterResult struct {
 	// allocated: fragment_ratio_filled; per dimension fragment_cpu, fragment_gpu and their _filled
 	// forms), rps_per_resource, rps_per_alloc_resource,
 	// mean_instances, mean_active_servers, mean_alloc_cpu, mean_alloc_gpu, launches, releases
-	// (preemptions included), preemptions, cold_start_requests and timeouts.
+	// (preemptions included), preemptions, cold_start_requests, timeouts and each function's
+	// attainment and target (per_function.<name>.attainment, .target; per_function.worst_margin).
 	Summary slo.Summary
 	// Functions are the per-function Summaries, in the run's order.
 	Functions []slo.Summary
@@ -826,6 +827,25 @@ func (e *cEngine) finish() *ClusterResult {
 	if e.allocArea > 0 {
 		s.Extra["rps_per_alloc_resource"] = float64(s.Completed) / (e.allocArea / 1e9)
 	}
+	perFunctionExtra(s.Extra, e.fns, res.Functions)
 	res.Summary = s
 	return res
+}
+
+// perFunctionExtra puts every function's attainment into the aggregate's Extra, as
+// "per_function.<name>.attainment" and ".target", with the worst margin over the targets in
+// "per_function.worst_margin" (attainment − target; < 0: some function missed its target):
+// attainment is required per function (issue #17), and the aggregate can hide a function that
+// misses.
+func perFunctionExtra(x map[string]float64, fns []*cFn, sums []slo.Summary) {
+	worst := math.Inf(1)
+	for i, fn := range fns {
+		a := sums[i].SLOAttainment
+		x["per_function."+fn.Name+".attainment"] = a
+		x["per_function."+fn.Name+".target"] = fn.SLO.Target
+		worst = min(worst, a-fn.SLO.Target)
+	}
+	if len(fns) > 0 {
+		x["per_function.worst_margin"] = worst
+	}
 }

@@ -60,6 +60,9 @@ func TestINFlessEveryFunctionMeetsTarget(t *testing.T) {
 	t.Run("Eq. 1 as printed misses on ssd", func(t *testing.T) {
 		o := inflesspol.DefaultOptions()
 		o.QueueCap, o.BoundQueues, o.Backlog = false, false, false
+		// On the exact profile: with the ±10 % error Eq. 1 as printed misses on resnet-50 too
+		// (0.77), and the aggregate with it.
+		o.Prediction = inflesspol.PredictionExact
 		r := run(o)
 		if ssd := r.Functions[0]; ssd.SLOAttainment >= ssd.SLO.Target || r.Summary.SLOAttainment < ssd.SLO.Target {
 			t.Errorf("ssd attainment %.4f, aggregate %.4f: want ssd below its target %.2f while the aggregate meets it", ssd.SLOAttainment, r.Summary.SLOAttainment, ssd.SLO.Target)

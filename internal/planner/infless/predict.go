@@ -1,6 +1,8 @@
 package infless
 
 import (
+	"hash/fnv"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cluster"
@@ -38,4 +40,27 @@ func ProfileSpace(p profile.INFlessProfile) (batches []int, res []cluster.Resour
 		}
 	}
 	return batches, res
+}
+
+// NoisyPredictor is p with a seeded per-configuration error of up to ±e: the prediction of
+// ⟨b, cpu, gpu⟩ for function fn is p's time × (1 + e·u), u uniform in [−1, 1], drawn once per
+// configuration from (seed, fn, b, cpu, gpu) — the same configuration is always mispredicted the
+// same way, as a predictor's systematic error is (INFless Fig. 8 reports COP within 10 %).
+// e = 0 returns p.
+func NoisyPredictor(p Predictor, fn string, e float64, seed uint64) Predictor {
+	if e == 0 {
+		return p
+	}
+	h := fnv.New64a()
+	h.Write([]byte(fn))
+	base := h.Sum64()
+	return func(b int, r cluster.Resources) (time.Duration, bool) {
+		t, ok := p(b, r)
+		if !ok {
+			return t, ok
+		}
+		rng := rand.New(rand.NewPCG(seed^base, uint64(b)<<40^uint64(r.CPU)<<20^uint64(r.GPU)))
+		u := 2*rng.Float64() - 1
+		return time.Duration(float64(t) * (1 + e*u)), true
+	}
 }

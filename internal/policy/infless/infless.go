@@ -52,8 +52,20 @@ type Options struct {
 	// (plan.Defragment): each is relaunched there with its configuration and released once the
 	// new one is ready. Off with FirstFit.
 	Defragment bool `yaml:"defragment"`
-	// Predictor builds a function's latency predictor from its profile; nil means the measured
-	// profile (plan.ProfilePredictor), which combined operator profiling approximates.
+	// Prediction is what Alg. 1, the α-band's bounds and lending plan with (issue #17: never the
+	// profile that generates the simulated service times): PredictionNoisy (the default) — the
+	// function's profile with a seeded per-configuration error of up to ±PredictionError
+	// (plan.NoisyPredictor), the error COP makes (INFless Fig. 8, and sloserve's leave-one-out in
+	// docs/infless.md); PredictionCOP — Predictor, which the caller builds from an operator store
+	// (profile.COPStore; the live controller does); PredictionExact — the profile itself, an
+	// oracle no real system has, for comparison only.
+	Prediction string `yaml:"predictor"`
+	// PredictionError is the largest relative error of PredictionNoisy (0.10: ±10 %). In [0, 1).
+	PredictionError float64 `yaml:"prediction_error"`
+	// PredictionSeed seeds PredictionNoisy's errors, with the function's name.
+	PredictionSeed uint64 `yaml:"prediction_seed"`
+	// Predictor builds a function's latency predictor from its profile when Prediction is
+	// PredictionCOP (e.g. profile.COPStore.Predict over the model's operator graph).
 	Predictor func(p profile.INFlessProfile) plan.Predictor `yaml:"-"`
 	// Lend lends each active server's free resources to the instances on it every control step
 	// (plan.Lend: only profiled configurations that lower a lender's predicted t_exec) and
@@ -97,6 +109,17 @@ type Options struct {
 	BurstDrain time.Duration `yaml:"burst_drain"`
 }
 
+// Options.Prediction values.
+const (
+	PredictionNoisy = "noisy"
+	PredictionCOP   = "cop"
+	PredictionExact = "exact"
+)
+
+// DefaultPredictionError is Options.PredictionError's default: ±10 %, INFless Fig. 8's bound on
+// COP's error.
+const DefaultPredictionError = 0.10
+
 // DefaultMaxBatch is INFless §5.1's "batch sizes are set to ≤ 32".
 const DefaultMaxBatch = 32
 
@@ -127,7 +150,8 @@ func DefaultOptions() Options {
 // ratio 64/142), Release's order and no defragmentation: the placement docs/infless.md measures
 // as "infless-Eq.10".
 func PaperOptions() Options {
-	return Options{Alpha: plan.DefaultAlpha, Offset: plan.DefaultOffset, MaxBatch: DefaultMaxBatch, ScaleDownAfter: DefaultScaleDownAfter}
+	return Options{Alpha: plan.DefaultAlpha, Offset: plan.DefaultOffset, MaxBatch: DefaultMaxBatch, ScaleDownAfter: DefaultScaleDownAfter,
+		Prediction: PredictionNoisy, PredictionError: DefaultPredictionError, PredictionSeed: 1}
 }
 
 // Validate names the first bad field.
@@ -145,6 +169,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("plan.scale_down_after: must be ≥ 0, got %v", o.ScaleDownAfter)
 	case o.IdleUnit < 0:
 		return fmt.Errorf("plan.idle_unit: must be ≥ 0, got %v", o.IdleUnit)
+	case o.Prediction != "" && o.Prediction != PredictionNoisy && o.Prediction != PredictionCOP && o.Prediction != PredictionExact:
+		return fmt.Errorf("plan.predictor: must be %s, %s or %s, got %q", PredictionNoisy, PredictionCOP, PredictionExact, o.Prediction)
+	case !(o.PredictionError >= 0 && o.PredictionError < 1):
+		return fmt.Errorf("plan.prediction_error: must be in [0, 1), got %v", o.PredictionError)
+	case o.Prediction == PredictionCOP && o.Predictor == nil:
+		return fmt.Errorf("plan.predictor: cop needs an operator store and the function's operator graph (the live controller's controller.operator_store); the simulator's functions have none — use noisy")
 	case o.BurstHold < 0 || o.BurstDrain < 0:
 		return fmt.Errorf("plan.burst_hold %v and plan.burst_drain %v: must be ≥ 0", o.BurstHold, o.BurstDrain)
 	}
@@ -238,10 +268,7 @@ func (p *Policy) state(fv policy.FunctionView) (*fnState, error) {
 	if len(bs) == 0 {
 		bs = []int{1}
 	}
-	pred := plan.ProfilePredictor(fv.Profile)
-	if p.o.Predictor != nil {
-		pred = p.o.Predictor(fv.Profile)
-	}
+	pred := p.predictor(fv)
 	ka, err := newKeepAlive(p.o.KeepAlive)
 	if err != nil {
 		return nil, err
@@ -260,6 +287,17 @@ func (p *Policy) state(fv policy.FunctionView) (*fnState, error) {
 	}
 	p.fns[fv.Index] = st
 	return st, nil
+}
+
+// predictor is fv's predictor by Options.Prediction.
+func (p *Policy) predictor(fv policy.FunctionView) plan.Predictor {
+	switch {
+	case p.o.Prediction == PredictionCOP:
+		return p.o.Predictor(fv.Profile)
+	case p.o.Prediction == PredictionExact:
+		return plan.ProfilePredictor(fv.Profile)
+	}
+	return plan.NoisyPredictor(plan.ProfilePredictor(fv.Profile), fv.Name, p.o.PredictionError, p.o.PredictionSeed)
 }
 
 func newKeepAlive(f func() (keepalive.Policy, error)) (keepalive.Policy, error) {

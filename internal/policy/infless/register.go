@@ -16,6 +16,7 @@ func init() {
 		{"infless-RS", "INFless Fig. 11 ablation RS: maximum-throughput configuration, first fit", func(o *Options) { o.FirstFit = true }},
 		{"infless-nolend", "INFless without lending free server resources (plan.Lend)", func(o *Options) { o.Lend = false }},
 		{"infless-nospare", "INFless without spare b = 1 instances (plan.Spares)", func(o *Options) { o.Spare = false }},
+		{"infless-exact", "INFless planning with the exact profile that generates the simulated service times: an oracle, for comparison (issue #17)", func(o *Options) { o.Prediction = PredictionExact }},
 	} {
 		name, set := v.name, v.set
 		defaults := func() Options {
