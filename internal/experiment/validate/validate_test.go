@@ -43,6 +43,10 @@ func workerMain(args []string) int {
 	fs.String("runtime", "", "")
 	fs.String("onnxruntime-lib", "", "")
 	fs.Int("threads", 1, "")
+	cfg := worker.DefaultConfig()
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "") // the local provider's flags, as sloserve worker takes them
+	fs.DurationVar(&cfg.MinRowTime, "min-row-time", 0, "")
+	fs.Float64Var(&cfg.CPUShare, "cpu-share", 0, "")
 	if len(args) == 0 || fs.Parse(args[1:]) != nil {
 		return 2
 	}
@@ -51,7 +55,7 @@ func workerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := worker.New(worker.DefaultConfig(), ms, worker.Deps{})
+	w, err := worker.New(cfg, ms, worker.Deps{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
