@@ -52,7 +52,7 @@ func TestReplicasFailover(t *testing.T) {
 	})
 	kl := startKubelet(cs, ns)
 	defer kl.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
 	addrs := freeAddrs(t, 3)
@@ -60,7 +60,9 @@ func TestReplicasFailover(t *testing.T) {
 	for _, a := range addrs {
 		urls = append(urls, "http://"+a)
 	}
-	const lease = time.Second
+	// A lease of seconds, not one: under -race beside make test's other packages, renewals of a
+	// 1 s lease (700 ms deadline) missed and the replicas lost the lease before becoming ready.
+	const lease = 3 * time.Second
 	stacks := map[string]*Stack{}
 	for i, id := range []string{"a", "b", "c"} {
 		cfg := kubeStackConfig(ns, port, 3)
@@ -70,7 +72,7 @@ func TestReplicasFailover(t *testing.T) {
 		cfg.Gateway.Addr = addrs[i]
 		le := &cfg.Controller.LeaderElection
 		le.Enabled, le.Identity = true, id
-		le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = lease, 700*time.Millisecond, 100*time.Millisecond
+		le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = lease, 2*time.Second, 200*time.Millisecond
 		cfg.Controller.Peers.Static = urls
 		st, err := Start(ctx, cfg, StackOptions{KubernetesClient: cs})
 		if err != nil {
@@ -94,8 +96,8 @@ func TestReplicasFailover(t *testing.T) {
 		}
 		return ids[0]
 	}
-	eventually(t, "one leader", 10*time.Second, func() bool { return leader() != "" })
-	eventually(t, "three ready replicas with three instances each", 20*time.Second, func() bool {
+	eventually(t, "one leader", 20*time.Second, func() bool { return leader() != "" })
+	eventually(t, "three ready replicas with three instances each", 40*time.Second, func() bool {
 		for _, st := range stacks {
 			ids, _ := st.Gateway.Instances("m")
 			if len(ids) != 3 || !st.Gateway.Ready(ctx) {
