@@ -136,19 +136,26 @@ sloserve_slo_target_ratio{model="m"} 0.99
 		t.Error(err)
 	}
 	// Every answered request is observed in the queue-wait, backend and duration histograms,
-	// with the SLO-aligned buckets.
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"sloserve_queue_wait_seconds", "sloserve_backend_seconds", "sloserve_request_duration_seconds"} {
-		var n uint64
-		var bounds int
+	// with the SLO-aligned buckets. The batch's queue-wait and backend times are observed by
+	// the batcher once the batch's answers are handed out, so the last one may land just after
+	// the client has read its answer: wait for it (bounded).
+	hist := func(name string) (n uint64, bounds int) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, mf := range mfs {
 			if mf.GetName() == name {
 				n = mf.Metric[0].GetHistogram().GetSampleCount()
 				bounds = len(mf.Metric[0].GetHistogram().GetBucket())
 			}
+		}
+		return n, bounds
+	}
+	for _, name := range []string{"sloserve_queue_wait_seconds", "sloserve_backend_seconds", "sloserve_request_duration_seconds"} {
+		n, bounds := hist(name)
+		for deadline := time.Now().Add(5 * time.Second); n < 3 && time.Now().Before(deadline); n, bounds = hist(name) {
+			time.Sleep(10 * time.Millisecond)
 		}
 		if n != 3 || bounds != len(metrics.SLOBuckets(spec.Threshold)) {
 			t.Errorf("%s: %d observations and %d buckets, want 3 and %d", name, n, bounds, len(metrics.SLOBuckets(spec.Threshold)))
