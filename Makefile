@@ -45,13 +45,17 @@ bench-gateway: setup
 # can report nothing) run without it, 5–10× faster. tools/racefree decides from the code
 # (go statements, t.Parallel, network and process imports), so a package that starts a goroutine
 # is raced again without an edit here; `go run ./tools/racefree -invert -v` says why each is.
+# The unraced tests run beside the fuzz step, whose first half is linking instrumented binaries.
 test: setup tools
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(STATICCHECK) ./...
 	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) test -race -timeout 20m $$($(GO) run ./tools/racefree -invert)
-	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) test -timeout 20m $$($(GO) run ./tools/racefree)
-	scripts/fuzz.sh 2s
+	@mkdir -p .cache
+	ONNXRUNTIME_LIB=$${ONNXRUNTIME_LIB:-$(ORT_LIB)} $(GO) test -timeout 20m $$($(GO) run ./tools/racefree) >.cache/unraced.log 2>&1 & \
+	pid=$$!; scripts/fuzz.sh 2s; fuzz=$$?; wait $$pid; unraced=$$?; \
+	echo "--- the unraced tests (beside the fuzzing):"; cat .cache/unraced.log; \
+	[ $$fuzz = 0 ] && [ $$unraced = 0 ]
 
 fuzz:
 	scripts/fuzz.sh 30s
