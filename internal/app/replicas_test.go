@@ -119,10 +119,15 @@ func TestReplicasFailover(t *testing.T) {
 			break
 		}
 	}
-	postOnes(t, stacks[follower].URL, 5)
-	eventually(t, "the leader to count the follower's requests", 10*time.Second, func() bool {
+	// A peer's first report is the leader's baseline, so requests the follower served before the
+	// leader first reached it are not counted: keep sending until five are (bounded).
+	sent := 0
+	eventually(t, "the leader to count the follower's requests", 20*time.Second, func() bool {
+		postOnes(t, stacks[follower].URL, 1)
+		sent++
 		return stacks[first].Fleet.Reading("m").Arrivals >= 5
 	})
+	t.Logf("the leader counted ≥ 5 of the %d requests the follower served", sent)
 	resp, err := http.Get(stacks[follower].URL + "/internal/v1/facts")
 	if err != nil {
 		t.Fatal(err)
