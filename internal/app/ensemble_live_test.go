@@ -5,16 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +25,7 @@ import (
 	"github.com/sloserve/sloserve/internal/models"
 	"github.com/sloserve/sloserve/internal/models/fashion"
 	"github.com/sloserve/sloserve/internal/slo"
-	"github.com/sloserve/sloserve/internal/worker"
+	"github.com/sloserve/sloserve/internal/worker/workertest"
 	bundled "github.com/sloserve/sloserve/models"
 )
 
@@ -37,48 +34,8 @@ import (
 // the native runtime and serves it like `sloserve worker`. It runs from init, before TestMain.
 func init() {
 	if os.Getenv("GATEWAY_BUNDLED_WORKER") == "1" {
-		os.Exit(bundledWorkerMain(os.Args[1:]))
+		os.Exit(workertest.BundledMain(os.Args[1:]))
 	}
-}
-
-type bundledCatalog struct{}
-
-func (bundledCatalog) Names() []string { return bundled.Names() }
-func (bundledCatalog) Open(name string, opts models.Options) (models.Runner, models.Metadata, error) {
-	return bundled.Open(name, opts)
-}
-
-func bundledWorkerMain(args []string) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:0", "")
-	names := fs.String("models", "", "")
-	fs.String("runtime", "", "")
-	fs.String("onnxruntime-lib", "", "")
-	fs.Int("max-in-flight", 0, "") // the local provider bounds each worker's batches in flight
-	if len(args) == 0 || fs.Parse(args[1:]) != nil {
-		return 2
-	}
-	ms, err := worker.Load(bundledCatalog{}, worker.LoadConfig{Names: strings.Split(*names, ","), Options: models.Options{Runtime: models.RuntimeNative}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	w, err := worker.New(worker.DefaultConfig(), ms, worker.Deps{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return 1
-	}
-	fmt.Printf("listening on http://%s\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := w.Serve(ctx, ln); err != nil {
-		return 1
-	}
-	return 0
 }
 
 // bundledWorker is one real worker process serving one bundled model.

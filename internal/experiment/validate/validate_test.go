@@ -3,21 +3,14 @@ package validate
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"math"
-	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/controller"
-	"github.com/sloserve/sloserve/internal/models"
-	"github.com/sloserve/sloserve/internal/worker"
-	bundled "github.com/sloserve/sloserve/models"
+	"github.com/sloserve/sloserve/internal/worker/workertest"
 )
 
 // The test binary doubles as a real worker serving bundled models: with VALIDATE_WORKER=1,
@@ -25,52 +18,8 @@ import (
 // serves it like `sloserve worker`.
 func init() {
 	if os.Getenv("VALIDATE_WORKER") == "1" {
-		os.Exit(workerMain(os.Args[1:]))
+		os.Exit(workertest.BundledMain(os.Args[1:]))
 	}
-}
-
-type bundledCatalog struct{}
-
-func (bundledCatalog) Names() []string { return bundled.Names() }
-func (bundledCatalog) Open(name string, opts models.Options) (models.Runner, models.Metadata, error) {
-	return bundled.Open(name, opts)
-}
-
-func workerMain(args []string) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:0", "")
-	names := fs.String("models", "", "")
-	fs.String("runtime", "", "")
-	fs.String("onnxruntime-lib", "", "")
-	fs.Int("threads", 1, "")
-	cfg := worker.DefaultConfig()
-	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "") // the local provider's flags, as sloserve worker takes them
-	fs.DurationVar(&cfg.MinRowTime, "min-row-time", 0, "")
-	fs.Float64Var(&cfg.CPUShare, "cpu-share", 0, "")
-	if len(args) == 0 || fs.Parse(args[1:]) != nil {
-		return 2
-	}
-	ms, err := worker.Load(bundledCatalog{}, worker.LoadConfig{Names: strings.Split(*names, ","), Options: models.Options{Runtime: models.RuntimeNative}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	w, err := worker.New(cfg, ms, worker.Deps{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return 1
-	}
-	fmt.Printf("listening on http://%s\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := w.Serve(ctx, ln); err != nil {
-		return 1
-	}
-	return 0
 }
 
 // TestValidateTiny runs a tiny validation with real worker processes — five minutes of the
