@@ -178,7 +178,8 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 	if run == nil {
 		run = inline
 	}
-	run(ctx, len(jobs), func(i int) { progress(jobs[i]); jobs[i].do(ctx) })
+	order := longestFirst(jobs) // the output keeps plan order
+	run(ctx, len(jobs), func(k int) { j := jobs[order[k]]; progress(j); j.do(ctx) })
 	if err := ctx.Err(); err != nil {
 		return nil, notes, err
 	}
