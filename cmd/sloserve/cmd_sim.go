@@ -87,7 +87,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	}
 	if f.scoreboard {
 		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 || f.tuningPath != "" {
-			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache and --json")
+			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache, --cpuprofile and --json")
 		}
 		return runScoreboard(ctx, e, f)
 	}
