@@ -97,8 +97,8 @@ type engine struct {
 	arr   Arrivals
 
 	now      int64
-	tOff     int64     // t's last offset and its time (one conversion per instant, not per call)
-	tVal     time.Time // cfg.Epoch + tOff
+	tOff     int64     // the last instant t converted (now's, never an older offset's) …
+	tVal     time.Time // … and its time, cfg.Epoch + tOff
 	h        des.Heap
 	rec      *slo.Recorder
 	period   slo.Histogram
@@ -265,9 +265,12 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 }
 
 // t converts an offset to the virtual wall-clock time policies see. Most calls ask for the
-// current instant several times per event; the last conversion is kept (time.Time.Add was a
+// current instant several times per event; its conversion is kept (time.Time.Add was a
 // tenth of the scoreboard's CPU, pprof).
 func (e *engine) t(off int64) time.Time {
+	if off != e.now {
+		return e.cfg.Epoch.Add(time.Duration(off))
+	}
 	if off != e.tOff {
 		e.tOff, e.tVal = off, e.cfg.Epoch.Add(time.Duration(off))
 	}
