@@ -90,34 +90,54 @@ func (c *campaign) run(ctx context.Context) error {
 
 // watch feeds c.obs with every change of the Lease: a watch on it (restarted when it ends) and a
 // read at each start, so a change missed between two watches is seen. Stale versions are dropped
-// by observe.
+// by observe. Where the watch is refused (RBAC without `watch` on leases), the reads every
+// RetryPeriod are the observations: client-go's polling, a retry period late at worst.
 func (c *campaign) watch(ctx context.Context) {
 	name := c.e.cfg.Name
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	warned := false
 	for ctx.Err() == nil {
 		w, err := c.leases.Watch(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil && !warned {
+			c.e.log.Warn("leader: cannot watch the Lease; reading it every retry period", "err", err)
+			warned = true
+		}
+		c.read(ctx)
 		if err == nil {
-			l, gerr := c.leases.Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case gerr == nil:
-				c.send(ctx, observation{lease: l})
-			case apierrors.IsNotFound(gerr):
-				c.send(ctx, observation{gone: true})
-			}
-			for ev := range w.ResultChan() {
-				l, ok := ev.Object.(*coordinationv1.Lease)
-				if !ok || l.Name != name {
-					continue
-				}
-				c.send(ctx, observation{lease: l, gone: ev.Type == watch.Deleted})
-			}
-			w.Stop()
-		} else {
-			c.e.log.Warn("leader: watch the Lease", "err", err)
+			c.forward(ctx, w)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(c.t.RetryPeriod):
+		}
+	}
+}
+
+// read sends the Lease as the API server has it now.
+func (c *campaign) read(ctx context.Context) {
+	l, err := c.leases.Get(ctx, c.e.cfg.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		c.send(ctx, observation{lease: l})
+	case apierrors.IsNotFound(err):
+		c.send(ctx, observation{gone: true})
+	}
+}
+
+// forward sends w's events on the Lease until w ends or ctx does.
+func (c *campaign) forward(ctx context.Context, w watch.Interface) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && l.Name == c.e.cfg.Name {
+				c.send(ctx, observation{lease: l, gone: ev.Type == watch.Deleted})
+			}
 		}
 	}
 }

@@ -52,8 +52,8 @@ const (
 	// Every request sleeps foRowTime on its worker (--min-row-time, via the provider's
 	// kubernetes.args in the pod spec), so that requests are in flight on the leader when it is
 	// killed; each worker runs foSlots batches at once (--max-in-flight from the model's slots):
-	// 3 workers × 2 slots / 100 ms = 60 rows/s of capacity for 30 req/s.
-	foRowTime = 100 * time.Millisecond
+	// 3 workers × 2 slots / 40 ms = 150 rows/s of capacity for 30 req/s.
+	foRowTime = 40 * time.Millisecond
 	foSlots   = 2
 	// foAPIAllowance is the API latency the failover bound allows beyond the lease duration: the
 	// new leader's read and write of the Lease and this test's polling of it.
@@ -499,7 +499,7 @@ func TestFailoverOnControlPlane(t *testing.T) {
 
 	// Count.
 	var completed, failed, rejected, other int
-	var failedElsewhere []string
+	var failedElsewhere, rejectedAt []string
 	var preN, preOK, postN, postOK int
 	postFrom := nl.Add(2 * time.Second) // a sample period and a sync after the new leader
 	for _, o := range outs {
@@ -508,6 +508,7 @@ func TestFailoverOnControlPlane(t *testing.T) {
 			completed++
 		case o.err == nil && (o.code == http.StatusTooManyRequests || o.code == http.StatusServiceUnavailable):
 			rejected++
+			rejectedAt = append(rejectedAt, fmt.Sprintf("gw-%d@%v:%d", o.replica, o.sent.Sub(loadStart).Round(100*time.Millisecond), o.code))
 		case o.err != nil || o.code != 0:
 			failed++
 			inFlightOnKilled := (o.replica == leaderIdx && o.sent.Before(killAt)) || (o.replica == followerIdx && o.sent.Before(followerKillAt))
@@ -547,6 +548,9 @@ func TestFailoverOnControlPlane(t *testing.T) {
 		followerIdx, followerKillAt.Sub(loadStart).Round(time.Millisecond), inflightAtFollowerKill, second, holder())
 	t.Logf("requests %d = completed %d + failed %d + rejected %d (unanswered %d); failed elsewhere %d",
 		len(outs), completed, failed, rejected, other, len(failedElsewhere))
+	if len(rejectedAt) > 0 {
+		t.Logf("rejected (replica@sent:code): %v", rejectedAt[:min(20, len(rejectedAt))])
+	}
 	t.Logf("attainment (≤ %v): %.3f before the kill (%d requests), %.3f from 2 s after the new leader (%d requests); target %.2f",
 		foSLO, pre, preN, post, postN, foTarget)
 	t.Logf("pods created over the run: %d (%v)", len(created), slices.Sorted(func(yield func(string) bool) {
