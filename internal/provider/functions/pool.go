@@ -29,16 +29,7 @@ func (f *Tier) acquire(ctx context.Context, model string, memoryMB int) (*inst, 
 			p.live++
 			p.enter(time.Now())
 			f.mu.Unlock()
-			in, err := f.start(ctx, model, memoryMB)
-			if err != nil {
-				f.mu.Lock()
-				p.live--
-				p.busy--
-				f.signal(p)
-				f.mu.Unlock()
-				return nil, false, err
-			}
-			return in, true, nil
+			return f.coldStart(ctx, p, model, memoryMB)
 		}
 		freed := p.freed
 		f.mu.Unlock()
@@ -48,6 +39,68 @@ func (f *Tier) acquire(ctx context.Context, model string, memoryMB int) (*inst, 
 			return nil, false, fmt.Errorf("function tier %s: all %d instances busy: %w", model, f.cfg.MaxInstances, ctx.Err())
 		}
 	}
+}
+
+// coldStart starts an instance for a caller that waits for it until ctx ends. The start itself
+// outlives ctx, as Knative's scale-from-zero outlives the request that triggered it: a caller
+// that gives up (its deadline passed while the instance was cold) leaves the instance, once
+// ready, idle in the pool for the requests buffered behind it.
+func (f *Tier) coldStart(ctx context.Context, p *pool, model string, memoryMB int) (*inst, bool, error) {
+	type started struct {
+		in  *inst
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		in, err := f.start(context.WithoutCancel(ctx), model, memoryMB)
+		ch <- started{in, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			f.settle(p, nil)
+			return nil, false, r.err
+		}
+		return r.in, true, nil
+	case <-ctx.Done():
+		go func() { f.settle(p, (<-ch).in) }()
+		return nil, false, fmt.Errorf("function tier %s: gave up waiting for a cold start: %w", model, context.Cause(ctx))
+	}
+}
+
+// settle ends a cold start nobody waits for: a started instance joins the idle ones (or is
+// stopped when the tier has closed), a failed one frees its place.
+func (f *Tier) settle(p *pool, in *inst) {
+	f.mu.Lock()
+	closed := f.closed
+	switch {
+	case in == nil:
+		p.live--
+	case closed:
+		p.live--
+		f.stats[f.modelOf(p)].Live--
+	default:
+		in.idleAt = time.Now()
+		p.idle = append(p.idle, in)
+	}
+	p.busy--
+	f.signal(p)
+	f.mu.Unlock()
+	if in != nil && closed {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = f.rt.Stop(ctx, in.id)
+	}
+}
+
+// modelOf is p's model; f.mu is held.
+func (f *Tier) modelOf(p *pool) string {
+	for k, q := range f.pools {
+		if q == p {
+			return k.model
+		}
+	}
+	return ""
 }
 
 // enter counts an invocation starting at now; f.mu is held.
