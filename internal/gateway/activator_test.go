@@ -25,7 +25,11 @@ type coldRuntime struct {
 }
 
 func (r *coldRuntime) Start(ctx context.Context, _ string, _ int) (string, string, error) {
-	select { case <-time.After(r.coldStart): case <-ctx.Done(): return "", "", ctx.Err() }
+	select {
+	case <-time.After(r.coldStart):
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	}
 	return fmt.Sprintf("fn-%d", r.n.Add(1)), "fn", nil
 }
 func (r *coldRuntime) Addr(context.Context, string) (string, error) { return "fn", nil }
