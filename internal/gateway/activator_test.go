@@ -92,8 +92,8 @@ func TestFunctionTierActivator(t *testing.T) {
 		if c.Spilled != 8 || c.Served != 6 || c.Rejected != 2 || c.Served+c.Rejected != c.Spilled {
 			t.Errorf("counts %+v; want 8 spilled = 6 served + 2 rejected", c)
 		}
-		if s := ft.Stats("m"); s.ColdStarts != 1 || s.ColdStartSeconds != 2 || s.Invocations != 3 || s.BilledGBSeconds <= 0 {
-			t.Errorf("function stats %+v; want one 2 s cold start and 3 billed invocations", s)
+		if s := ft.Stats("m"); s.ColdStarts != 1 || s.ColdStartSeconds != 2 || s.Invocations != 3 || s.AfterColdStart != 1 || s.BilledGBSeconds <= 0 {
+			t.Errorf("function stats %+v; want one 2 s cold start, 3 billed invocations, the first after the cold start", s)
 		}
 		_, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("over", 1), Arrival: time.Now()})
 		if err != nil {

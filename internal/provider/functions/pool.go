@@ -164,10 +164,14 @@ func (f *Tier) start(ctx context.Context, model string, memoryMB int) (*inst, er
 	return in, nil
 }
 
-// release returns an instance to its pool after an invocation and bills it.
-func (f *Tier) release(model string, memoryMB int, in *inst, inv Invocation, end time.Time) {
+// release returns an instance to its pool after an invocation and bills it; afterCold says the
+// invocation waited for the instance's cold start and succeeded.
+func (f *Tier) release(model string, memoryMB int, in *inst, inv Invocation, end time.Time, afterCold bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if afterCold {
+		f.stats[model].AfterColdStart++
+	}
 	if s := f.stats[model]; inv.CostUSD > 0 { // an invocation that ran (never zero: the per-request price)
 		s.Invocations++
 		s.BilledGBSeconds += float64(memoryMB) / 1024 * inv.Billed.Seconds()

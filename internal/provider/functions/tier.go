@@ -55,6 +55,10 @@ const DefaultInstances = 4
 type Stats struct {
 	// Invocations counts the calls; ColdStarts those that started an instance.
 	Invocations, ColdStarts int64
+	// AfterColdStart counts the calls that waited for their instance's cold start and then
+	// ran without error on it: batches buffered through a cold start and released to the new
+	// instance (the activator's work).
+	AfterColdStart int64
 	// ColdStartSeconds is the summed cold start time (launch to ready: model loaded).
 	ColdStartSeconds float64
 	// BilledGBSeconds is memory × billed duration; CostUSD what the calls cost (GB-s + requests).
@@ -175,7 +179,7 @@ func (f *Tier) Invoke(ctx context.Context, model string, memoryMB int, call func
 	}
 	addr, err := f.rt.Addr(ctx, in.id)
 	if err != nil {
-		f.release(model, memoryMB, in, Invocation{Instance: in.id}, time.Now())
+		f.release(model, memoryMB, in, Invocation{Instance: in.id}, time.Now(), false)
 		return Invocation{}, fmt.Errorf("function tier %s: instance %s: %w", model, in.id, err)
 	}
 	start := time.Now()
@@ -186,7 +190,7 @@ func (f *Tier) Invoke(ctx context.Context, model string, memoryMB int, call func
 	if cold {
 		inv.ColdStart = in.coldTime
 	}
-	f.release(model, memoryMB, in, inv, end)
+	f.release(model, memoryMB, in, inv, end, cold && cerr == nil)
 	return inv, cerr
 }
 
