@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,16 +27,20 @@ type DefaultsProblem struct {
 	Name string
 	// Policy is the registered model policy whose options the knobs set.
 	Policy string
-	// Setting is the scoreboard setting (DefaultScoreSettings) the defaults are chosen in.
-	Setting string
-	// Traces are the traces (paths under the data directory's traces/) whose tuning parts
-	// choose.
-	Traces []string
+	// Scopes are the scoreboard settings (DefaultScoreSettings) and traces (paths under the data
+	// directory's traces/) whose tuning parts choose.
+	Scopes []DefaultsScope
 	// Knobs are the searched options, in tune.Problem's order (the first from the safest value
 	// to the cheapest, bisected; the rest a grid, by coordinate descent).
 	Knobs []tune.Knob
 	// Committed are the code's defaults for the same knobs (formatted as the knobs' values).
 	Committed tune.Options
+}
+
+// DefaultsScope is one setting and the traces whose tuning parts are searched in it.
+type DefaultsScope struct {
+	Setting string
+	Traces  []string
 }
 
 // dur formats a duration as a knob value (YAML decodes it back into a time.Duration).
@@ -48,15 +53,15 @@ func dur(d time.Duration) string { return d.String() }
 func DefaultsProblems() []DefaultsProblem {
 	markTraces := []string{"twitter-2017-05-25.rps.csv", "azure-functions/fn4.rpm.csv"}
 	return []DefaultsProblem{
-		{Name: "mark", Policy: "mark", Setting: "mark", Traces: markTraces,
+		{Name: "mark", Policy: "mark", Scopes: []DefaultsScope{{"mark", markTraces}},
 			Knobs: []tune.Knob{{Path: "headroom", Values: []any{1.4, 1.2, 1.1, 1.0}},
 				{Path: "cool_down", Values: []any{dur(planner.DefaultCoolDown), dur(planner.OriginalCoolDown), dur(time.Minute)}},
 				{Path: "forecaster", Values: []any{"ewma", "naive", "holt-winters", "ar"}}},
 			Committed: tune.Options{"headroom": planner.DefaultHeadroom, "cool_down": dur(planner.DefaultCoolDown), "forecaster": "ewma"}},
-		{Name: "sloserve-serverless", Policy: "sloserve", Setting: "batch", Traces: []string{"twitter-2017-05-25.rps.csv"},
-			Knobs:     []tune.Knob{{Path: "serverless.latency_guard", Values: []any{0.85, 0.88, 0.9, 0.92, 0.95, 1.0}}},
+		{Name: "sloserve-serverless", Policy: "sloserve", Scopes: []DefaultsScope{{"batch", markTraces[:1]}, {"mark", markTraces}},
+			Knobs:     []tune.Knob{{Path: "serverless.latency_guard", Values: []any{0.85, 0.88, 0.9, 0.92, 0.95, 0.97, 1.0}}},
 			Committed: tune.Options{"serverless.latency_guard": sloserve.DefaultLatencyGuard}},
-		{Name: "sloserve-tier", Policy: "sloserve", Setting: "default", Traces: markTraces,
+		{Name: "sloserve-tier", Policy: "sloserve", Scopes: []DefaultsScope{{"default", markTraces}},
 			Knobs: []tune.Knob{{Path: "mark.headroom", Values: []any{1.4, 1.2, 1.1, 1.0}},
 				{Path: "hysteresis", Values: []any{sloserve.DefaultHysteresis, 0.1, 0.5}},
 				{Path: "tier_dwell", Values: []any{dur(sloserve.DefaultTierDwell), dur(5 * time.Minute), dur(30 * time.Minute)}}},
@@ -88,7 +93,8 @@ type DefaultsChoice struct {
 	// Search is the tuner's answer; Committed the committed defaults' outcome on the same parts.
 	Search    tune.Result
 	Committed tune.Outcome
-	// Target is the setting's SLO attainment target.
+	// Target is the first setting's SLO attainment target (DefaultsChoice's outcomes are
+	// shifted to it: tuningParts.run).
 	Target float64
 }
 
@@ -99,74 +105,101 @@ func (c DefaultsChoice) InBand(target float64) bool {
 	return !o.Aborted && o.Attainment >= target && (!c.Search.Met || o.Cost <= c.Search.Tuning.Cost*(1+DefaultsBand))
 }
 
-// tuningParts is one problem's world and tuning traces.
+// tuningParts is one problem's tuning traces, each with its world (setting and trace in the
+// cache key) and its setting's SLO target.
 type tuningParts struct {
-	w      World
-	keys   []string
-	traces []*trace.Trace
-	parts  []TracePart
-	names  []string
+	worlds  []World
+	traces  []*trace.Trace
+	parts   []TracePart
+	names   []string
+	targets []float64
 }
 
-// loadTuningParts loads p's setting and the tuning part of each of its traces, scaled as the
+// loadTuningParts loads p's settings and the tuning part of each of their traces, scaled as the
 // scoreboard scales them.
 func loadTuningParts(c DefaultsConfig, p DefaultsProblem) (tuningParts, error) {
-	var st *ScoreSetting
-	for _, s := range DefaultScoreSettings() {
-		if s.Name == p.Setting {
-			st = &s
+	var tp tuningParts
+	for _, sc := range p.Scopes {
+		var st *ScoreSetting
+		for _, s := range DefaultScoreSettings() {
+			if s.Name == sc.Setting {
+				st = &s
+			}
 		}
-	}
-	if st == nil {
-		return tuningParts{}, fmt.Errorf("defaults %s: no setting %q", p.Name, p.Setting)
-	}
-	w, err := loadWorld(ScoreboardConfig{Root: c.Root, Seed: c.Seed, Cache: c.Cache}, *st)
-	if err != nil {
-		return tuningParts{}, fmt.Errorf("defaults %s: %w", p.Name, err)
-	}
-	tp := tuningParts{w: w}
-	for _, name := range p.Traces {
-		path := filepath.Join(c.TraceDir, filepath.FromSlash(name))
-		tr, err := trace.Open(path)
-		if err == nil {
-			tr, err = scaleTrace(tr, st.MaxRPS, 0)
+		if st == nil {
+			return tuningParts{}, fmt.Errorf("defaults %s: no setting %q", p.Name, sc.Setting)
 		}
+		w, err := loadWorld(ScoreboardConfig{Root: c.Root, Seed: c.Seed, Cache: c.Cache}, *st)
 		if err != nil {
 			return tuningParts{}, fmt.Errorf("defaults %s: %w", p.Name, err)
 		}
-		tuning, _, parts, err := Split(name, tr, c.Duration)
-		if err != nil {
-			return tuningParts{}, err
+		for _, name := range sc.Traces {
+			if err := tp.add(c, w, st, name); err != nil {
+				return tuningParts{}, fmt.Errorf("defaults %s: %w", p.Name, err)
+			}
 		}
-		d, err := FileDigest(path)
-		if err != nil {
-			return tuningParts{}, err
-		}
-		tp.keys = append(tp.keys, w.Key+"|"+name+"@"+d)
-		tp.traces, tp.parts = append(tp.traces, tuning), append(tp.parts, parts[0])
-		tp.names = append(tp.names, fmt.Sprintf("%s [%v, %v)", name, parts[0].From, parts[0].To))
+	}
+	if len(tp.traces) == 0 {
+		return tuningParts{}, fmt.Errorf("defaults %s: no traces", p.Name)
 	}
 	return tp, nil
 }
 
-// run runs options o on every tuning part: the lowest attainment and the summed cost; Aborted
-// when any part ran out of its miss budget.
+// add loads trace name's tuning part in world w of setting st.
+func (tp *tuningParts) add(c DefaultsConfig, w World, st *ScoreSetting, name string) error {
+	path := filepath.Join(c.TraceDir, filepath.FromSlash(name))
+	tr, err := trace.Open(path)
+	if err == nil {
+		tr, err = scaleTrace(tr, st.MaxRPS, 0)
+	}
+	if err != nil {
+		return err
+	}
+	tuning, _, parts, err := Split(name, tr, c.Duration)
+	if err != nil {
+		return err
+	}
+	d, err := FileDigest(path)
+	if err != nil {
+		return err
+	}
+	w.Key += "|" + name + "@" + d
+	w.Config.Trace = tuning.Name
+	tp.worlds, tp.traces, tp.parts = append(tp.worlds, w), append(tp.traces, tuning), append(tp.parts, parts[0])
+	tp.names = append(tp.names, fmt.Sprintf("%s: %s [%v, %v)", st.Name, name, parts[0].From, parts[0].To))
+	tp.targets = append(tp.targets, w.Config.SLO.Target)
+	return nil
+}
+
+// run runs options o on every tuning part. Its attainment is the worst margin over the parts
+// (attainment − that setting's target) shifted to the first part's target, so that it meets
+// tp.targets[0] exactly when every part met its own; its cost is the parts' sum. Aborted when any
+// part ran out of its miss budget.
 func (tp tuningParts) run(ctx context.Context, policy string, o tune.Options) (tune.Outcome, error) {
-	out := tune.Outcome{Attainment: 1}
+	out, margin := tune.Outcome{}, math.Inf(1)
 	for i, tr := range tp.traces {
-		w := tp.w
-		w.Key, w.Config.Trace = tp.keys[i], tr.Name
-		s, err := w.RunPolicy(ctx, policy, o, tr, tp.parts[i], sim.Load(tr), missBudget(tr, w.Config.SLO.Target))
+		w := tp.worlds[i]
+		s, err := w.RunPolicy(ctx, policy, o, tr, tp.parts[i], sim.Load(tr), missBudget(tr, tp.targets[i]))
 		if errors.Is(err, sim.ErrMissBudget) {
 			return tune.Outcome{Aborted: true}, nil
 		}
 		if err != nil {
 			return tune.Outcome{}, fmt.Errorf("%s on %s: %w", policy, tp.names[i], err)
 		}
-		out.Attainment = min(out.Attainment, s.SLOAttainment)
+		margin = min(margin, s.SLOAttainment-tp.targets[i])
 		out.Cost += s.CostUSD.Total
 	}
+	out.Attainment = tp.targets[0] + margin
 	return out, nil
+}
+
+// key identifies the parts in the cache.
+func (tp tuningParts) key() string {
+	ks := make([]string, len(tp.worlds))
+	for i, w := range tp.worlds {
+		ks[i] = w.Key
+	}
+	return strings.Join(ks, ";")
 }
 
 // ChooseDefaults searches p's knobs on its tuning parts and runs the committed defaults there
@@ -179,8 +212,8 @@ func ChooseDefaults(ctx context.Context, c DefaultsConfig, p DefaultsProblem) (D
 	run := func(ctx context.Context, o tune.Options, _ tune.Part, _ float64) (tune.Outcome, error) {
 		return tp.run(ctx, p.Policy, o)
 	}
-	r, err := tune.Search(ctx, tune.Problem{Policy: p.Name, Knobs: p.Knobs, Run: run, Descent: true, Target: tp.w.Config.SLO.Target,
-		Trace: strings.Join(tp.keys, ";")})
+	r, err := tune.Search(ctx, tune.Problem{Policy: p.Name, Knobs: p.Knobs, Run: run, Descent: true, Target: tp.targets[0],
+		Trace: tp.key()})
 	if err != nil {
 		return DefaultsChoice{}, fmt.Errorf("defaults %s: %w", p.Name, err)
 	}
@@ -188,7 +221,7 @@ func ChooseDefaults(ctx context.Context, c DefaultsConfig, p DefaultsProblem) (D
 	if err != nil {
 		return DefaultsChoice{}, fmt.Errorf("defaults %s: committed: %w", p.Name, err)
 	}
-	return DefaultsChoice{Problem: p, Parts: tp.names, Search: r, Committed: committed, Target: tp.w.Config.SLO.Target}, nil
+	return DefaultsChoice{Problem: p, Parts: tp.names, Search: r, Committed: committed, Target: tp.targets[0]}, nil
 }
 
 func init() {
@@ -197,10 +230,10 @@ func init() {
 }
 
 // defaultsExperiment prints one row per knob: the committed default, the value the search
-// chose, the tuning parts, and the tuning-part attainment and cost of both.
+// chose, the tuning parts, and the tuning parts' worst attainment margin and summed cost of both.
 func defaultsExperiment(ctx context.Context, o Options, w io.Writer) error {
 	c := DefaultsConfig{Root: o.Root, TraceDir: o.data("traces"), Duration: o.Duration, Seed: o.Seed, Cache: tune.NewCache("", "")}
-	fmt.Fprintln(w, "| group | knob | committed | chosen | tuning parts | committed: attainment, $ | chosen: attainment, $ | runs | committed in band |")
+	fmt.Fprintln(w, "| group | knob | committed | chosen | tuning parts | committed: worst attainment − target, $ | chosen: worst attainment − target, $ | runs | committed in band |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | ---: | --- |")
 	for _, p := range DefaultsProblems() {
 		if !keep(o.Policies, p.Name) {
@@ -213,16 +246,17 @@ func defaultsExperiment(ctx context.Context, o Options, w io.Writer) error {
 		}
 		for _, k := range p.Knobs {
 			fmt.Fprintf(w, "| %s | %s | %v | %v | %s | %s | %s | %d | %v |\n", p.Name, k.Path, p.Committed[k.Path], ch.Search.Options[k.Path],
-				strings.Join(ch.Parts, "; "), outcome(ch.Committed), outcome(ch.Search.Tuning), ch.Search.Runs, ch.InBand(ch.Target))
+				strings.Join(ch.Parts, "; "), outcome(ch.Committed, ch.Target), outcome(ch.Search.Tuning, ch.Target), ch.Search.Runs, ch.InBand(ch.Target))
 		}
 	}
 	return nil
 }
 
-// outcome formats a tuning-part outcome.
-func outcome(o tune.Outcome) string {
+// outcome formats a tuning-part outcome: the worst part's attainment margin over its target
+// and the parts' summed cost.
+func outcome(o tune.Outcome, target float64) string {
 	if o.Aborted {
 		return "missed (stopped early)"
 	}
-	return fmt.Sprintf("%.4f, %.2f", o.Attainment, o.Cost)
+	return fmt.Sprintf("%+.4f, %.2f", o.Attainment-target, o.Cost)
 }

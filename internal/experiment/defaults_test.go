@@ -18,7 +18,9 @@ func checkDefaultsInBand(t *testing.T, p DefaultsProblem) {
 	t.Helper()
 	excerpts := []string{"twitter-2017-05-25-0700-30min.rps.csv", "twitter-2017-05-25-2000-30min.rps.csv"}
 	c := DefaultsConfig{Root: "../..", TraceDir: "../../testdata/traces", Duration: 5 * time.Minute, Cache: tune.NewCache("", "")}
-	p.Traces = excerpts[:min(len(p.Traces), len(excerpts))]
+	for i, sc := range p.Scopes {
+		p.Scopes[i].Traces = excerpts[:min(len(sc.Traces), len(excerpts))]
+	}
 	ch, err := ChooseDefaults(context.Background(), c, p)
 	if err != nil {
 		t.Fatal(err)
