@@ -473,7 +473,8 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
-	online, err := newOnline(pc, best, bestPlan, env.Load.MeanRPS > 0)
+	vanilla := env.Catalog.Serverless.InvocationCost(best.MemoryMB, best.Curve.ServiceTime(1))
+	online, err := newOnline(pc, best, bestPlan, env.Load.MeanRPS > 0 && bestPlan.CostPerRequest <= seedSaving*vanilla)
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
@@ -481,13 +482,20 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 		slack: env.SLO.Threshold - slo}}, nil
 }
 
-// newOnline is the tier's online BATCH policy. When the offline load is known (known: the
-// policy was told the mean rate, Env.Load) it starts from plan — the memory choice's plan at that
-// rate — instead of vanilla Lambda at B = 1 until the first re-fit a minute in: on MArk's
-// Inception setting that minute at B = 1 cost as much as the next 29 at B ≈ 32 (docs/scoreboard.md,
-// "The oracle on that setting").
-func newOnline(pc analytic.PolicyConfig, svc batch.MemoryService, plan analytic.Plan, known bool) (*analytic.Online, error) {
-	if !known || !plan.Feasible || plan.MaxBatch < 1 {
+// seedSaving is the largest ratio of the seeded plan's predicted cost per request to vanilla
+// Lambda's at which the tier starts from the plan: batching while every container is still cold
+// adds a cold start to whole batches, so the start pays off only when batching saves much (MArk's
+// Inception: B ≈ 32, ~1/20 of vanilla's cost) and not where it saves little (BATCH's setting:
+// B = 3, where vanilla's first minute attains more for a few per cent more).
+const seedSaving = 0.5
+
+// newOnline is the tier's online BATCH policy. When seed is set (the policy was told the offline
+// mean rate, Env.Load, and the plan at it saves enough: seedSaving) it starts from plan — the
+// memory choice's plan at that rate — instead of vanilla Lambda at B = 1 until the first re-fit a
+// minute in: on MArk's Inception setting that minute at B = 1 cost as much as the next 29 at
+// B ≈ 32 (docs/scoreboard.md, "The oracle on that setting").
+func newOnline(pc analytic.PolicyConfig, svc batch.MemoryService, plan analytic.Plan, seed bool) (*analytic.Online, error) {
+	if !seed || !plan.Feasible || plan.MaxBatch < 1 {
 		return analytic.NewOnline(pc, svc)
 	}
 	plan.Reason = "initial: the memory choice's plan at the offline mean rate (Env.Load)"
