@@ -185,7 +185,12 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	}
 	insts, _ := prov.Instances(ctx)
 	if err := g.Sync(ctx, insts); err != nil {
-		return fail(fmt.Errorf("start workers: %w", err))
+		if !cfg.Controller.LeaderElection.Enabled {
+			return fail(fmt.Errorf("start workers: %w", err))
+		}
+		// The leader's pods may be up before their workers listen (a replica starting next to
+		// a new fleet): the periodic sync adds them, and readiness waits for a clean sync.
+		log.Warn("start workers: first sync incomplete; retrying every sync interval", "err", err)
 	}
 	if stage != "" {
 		s.Repository, err = gateway.NewRepository(g, gateway.RepositoryOptions{Dir: cfg.ModelRepository, Stage: stage, Provider: prov,

@@ -155,7 +155,11 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 		}}
 	}
 
-	args := append([]string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}, c.Args...)
+	args := []string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}
+	if n := c.MaxInFlight[spec.Model]; n > 0 {
+		args = append(args, "--max-in-flight", strconv.Itoa(n))
+	}
+	args = append(args, c.Args...)
 	grace := int64(c.StopTimeout / time.Second)
 	noToken, yes, no := false, true, false
 	tmpSize := resource.MustParse(tmpSizeLimit)
