@@ -22,8 +22,8 @@ import (
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/provider/functions"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
-	"github.com/sloserve/sloserve/internal/provider/local"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
@@ -87,7 +87,7 @@ type Stack struct {
 	Fleet *facts.Gatherer
 	// Functions is the function tier (serverless.enabled): its cold starts, invocations and
 	// per-invocation bill per model (Stats); nil without one.
-	Functions *local.FunctionTier
+	Functions *functions.Tier
 
 	front  *gateway.Front
 	cancel context.CancelFunc

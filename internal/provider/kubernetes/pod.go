@@ -216,9 +216,10 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 	}
 }
 
-// IsManaged reports whether pod carries the provider's managed-by label.
+// IsManaged reports whether pod carries the provider's managed-by label and is a VM instance
+// (function pods, IsFunction, belong to the function tier).
 func IsManaged(pod *corev1.Pod) bool {
-	return pod != nil && pod.Labels[LabelManagedBy] == ManagedBy && pod.Annotations[AnnotationModel] != ""
+	return pod != nil && pod.Labels[LabelManagedBy] == ManagedBy && pod.Annotations[AnnotationModel] != "" && !IsFunction(pod)
 }
 
 // SpecFromPod reads the provider.Spec the pod was launched with from its annotations.
