@@ -147,7 +147,8 @@ type engine struct {
 
 	// Load sampling.
 	sample     autoscale.Sample
-	history    []autoscale.Sample
+	history    []autoscale.Sample // the last HistoryLen samples, a window of histBuf
+	histBuf    []autoscale.Sample
 	inSystem   int
 	lastChange int64
 	area       float64
@@ -913,11 +914,7 @@ func (e *engine) tick() {
 		e.sample.Upstream = e.upArea / elapsed
 	}
 	e.area, e.vmArea, e.upArea = 0, 0, 0
-	if len(e.history) == e.cfg.HistoryLen {
-		copy(e.history, e.history[1:])
-		e.history = e.history[:len(e.history)-1]
-	}
-	e.history = append(e.history, e.sample)
+	e.pushHistory(e.sample)
 	e.sample = autoscale.Sample{Start: e.t(e.now), Period: e.cfg.SamplePeriod}
 
 	if e.seriesAt > 0 && e.now >= e.seriesAt {
@@ -933,6 +930,24 @@ func (e *engine) tick() {
 	if e.busy() {
 		e.h.Push(e.now+int64(e.cfg.SamplePeriod), evSample, 0)
 	}
+}
+
+// pushHistory appends s to the scalers' window of the last HistoryLen samples in amortised
+// O(1): the window slides along a backing array of twice its length and is copied back to the
+// front once per HistoryLen samples (copying the whole window every sample was a quarter of a
+// week-long run's CPU, issue #17).
+func (e *engine) pushHistory(s autoscale.Sample) {
+	if len(e.history) == e.cfg.HistoryLen {
+		if cap(e.history) == len(e.history) {
+			if cap(e.histBuf) < 2*e.cfg.HistoryLen {
+				e.histBuf = make([]autoscale.Sample, 2*e.cfg.HistoryLen)
+			}
+			e.history = e.histBuf[:copy(e.histBuf, e.history[1:])]
+		} else {
+			e.history = e.history[1:]
+		}
+	}
+	e.history = append(e.history, s)
 }
 
 // billSoFar is a lower bound of the run's final bill: what the ended instances and the
