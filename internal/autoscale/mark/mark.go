@@ -366,8 +366,23 @@ const (
 // Counted as running they were surplus at once (Schedule keeps ready instances first) and were
 // terminated after the cool-down while still launching (issue #18 item 1), so §4.4 had no
 // effect exactly when the forecast was wrong.
+// firstUnseen returns the index of the first sample of h (oldest first, as Snapshot.History
+// is) that starts after the last one observed, scanning back from the newest: every earlier
+// sample was observed by an earlier call, so Scale's cost per call does not grow with the
+// history's length (a per-sample cost over a week of 1-second samples, issue #17).
+func (m *Scaler) firstUnseen(h []autoscale.Sample) int {
+	if m.lastSeen.IsZero() {
+		return 0
+	}
+	i := len(h)
+	for i > 0 && h[i-1].Start.After(m.lastSeen) {
+		i--
+	}
+	return i
+}
+
 func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
-	for _, x := range s.History {
+	for _, x := range s.History[m.firstUnseen(s.History):] {
 		if !x.Start.After(m.lastSeen) && !m.lastSeen.IsZero() {
 			continue
 		}
