@@ -129,6 +129,9 @@ type Problem struct {
 	// Attainment, when its Threshold is set, makes the optimiser predict each plan's attainment
 	// under service noise (Batching.Attainment) and, for MinCost with Min > 0, require it too.
 	Attainment AttainmentSpec
+
+	// models, when set, shares the batching models between the problems of one Solve.
+	models *modelCache
 }
 
 // AttainmentSpec is a second, optional constraint of Eq. 2 (not in BATCH): the fraction of
@@ -373,7 +376,7 @@ func Optimize(p Problem) (Plan, error) {
 		r := 1
 		if b > 1 {
 			r = GridSteps(p.Arrivals, b, step, nT, 1)
-			md, err = NewModel(p.Arrivals, b, step/float64(r), float64(nT)*step)
+			md, err = p.models.model(p.Arrivals, b, step/float64(r), float64(nT)*step)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
 			}
@@ -382,13 +385,13 @@ func Optimize(p Problem) (Plan, error) {
 				js = append(js, j)
 			}
 		} else {
-			md, err = NewModel(p.Arrivals, 1, step, 0)
+			md, err = p.models.model(p.Arrivals, 1, step, 0)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
 			}
 		}
 		for _, j := range js {
-			bt, err := md.At(float64(j*r)*md.Step(), p.Start)
+			bt, err := p.models.at(md, float64(j*r)*md.Step(), p.Start)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
 			}

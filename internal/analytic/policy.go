@@ -70,8 +70,16 @@ type Reference struct {
 // plan sets: at least what that plan is predicted to attain within the reference's SLO. When the
 // reference cannot be solved the constraint only reports (Min 0).
 func (r *Reference) Floor(a *MAP, pricing Pricing) AttainmentSpec {
+	return r.floor(a, pricing, nil)
+}
+
+// floor is Floor with the reference's batching models kept in models (nil: not kept), for the
+// plan's own optimisation on the same arrivals to reuse.
+func (r *Reference) floor(a *MAP, pricing Pricing, models *modelCache) AttainmentSpec {
 	f := AttainmentSpec{Threshold: r.SLO, ServiceCV: r.ServiceCV}
-	ref, err := Optimize(r.problem(a, pricing))
+	rp := r.problem(a, pricing)
+	rp.models = models
+	ref, err := Optimize(rp)
 	if (err == nil || errors.Is(err, ErrInfeasible)) && ref.MaxBatch > 0 {
 		f.Min = ref.Attainment
 	}
@@ -145,7 +153,8 @@ func (c PolicyConfig) Solve(a *MAP, svc ServiceModel) (Plan, error) {
 	p := Problem{Arrivals: a, Service: svc, Percentile: c.Percentile, Objective: c.Objective,
 		SLO: c.SLO, Budget: c.Budget, Grid: c.Grid, Pricing: c.Pricing, ServiceCV: c.ServiceCV}
 	if r := c.Reference; r != nil && c.Objective == MinCost {
-		p.Attainment = r.Floor(a, c.Pricing)
+		p.models = newModelCache()
+		p.Attainment = r.floor(a, c.Pricing, p.models)
 	}
 	return Optimize(p)
 }
