@@ -90,6 +90,7 @@ type FunctionTier struct {
 	closed bool
 	stop   chan struct{}
 	done   chan struct{}
+	bg     sync.WaitGroup // cold starts behind busy instances (startBehind)
 }
 
 type poolKey struct {
@@ -113,6 +114,7 @@ type fnInst struct {
 	id, addr string
 	born     time.Time
 	idleAt   time.Time
+	used     bool // has run an invocation (or was pre-warmed); f.mu guards it once in a pool
 }
 
 // NewFunctionTier returns a function tier; log may be nil. Close stops its instances.
@@ -170,8 +172,10 @@ type Invocation struct {
 	CostUSD          float64
 }
 
-// Invoke runs call on an instance of model with memoryMB: a warm idle one, or a new one (cold
-// start) when none is idle and the pool has room, else it waits for one to free until ctx ends.
+// Invoke runs call on an instance of model with memoryMB: a warm idle one; when none is idle
+// and the pool has room, a new one (cold start) — waited for when no instance is busy, else
+// started behind while the call takes whichever instance is free first; at the bound it waits
+// for one to free until ctx ends.
 // call's duration is billed whatever it returns.
 func (f *FunctionTier) Invoke(ctx context.Context, model string, memoryMB int, call func(ctx context.Context, addr string) error) (Invocation, error) {
 	memoryMB = f.cfg.Tier.ClampMemory(memoryMB)
@@ -223,6 +227,7 @@ func (f *FunctionTier) Prewarm(ctx context.Context, model string, memoryMB int) 
 	defer f.mu.Unlock()
 	p := f.pools[poolKey{model, memoryMB}]
 	in.idleAt = time.Now()
+	in.used = true // its cold start was ahead of the traffic
 	p.idle = append(p.idle, in)
 	p.busy--
 	p.runStart = time.Time{} // a pre-warm is no invocation
@@ -248,9 +253,12 @@ func (f *FunctionTier) acquire(ctx context.Context, model string, memoryMB int) 
 			p.idle = p.idle[:n-1]
 			p.enter(time.Now())
 			f.mu.Unlock()
-			return in, false, nil
+			cold := !in.used // started behind: this call waited for (part of) its cold start
+			in.used = true
+			return in, cold, nil
 		}
-		if p.live < f.cfg.MaxInstances {
+		if p.live < f.cfg.MaxInstances && p.busy == 0 {
+			// Nothing will free sooner than a cold start: wait for this one.
 			p.live++
 			p.enter(time.Now())
 			f.mu.Unlock()
@@ -263,7 +271,16 @@ func (f *FunctionTier) acquire(ctx context.Context, model string, memoryMB int) 
 				f.mu.Unlock()
 				return nil, false, err
 			}
+			in.used = true
 			return in, true, nil
+		}
+		if p.live < f.cfg.MaxInstances {
+			// Busy instances free within a batch's time, far sooner than a cold start: start one
+			// behind (it joins the idle ones when ready) and take whichever is free first, as
+			// Knative's activator buffers a request for the first ready pod.
+			p.live++
+			f.bg.Add(1)
+			go f.startBehind(p, model, memoryMB)
 		}
 		freed := p.freed
 		f.mu.Unlock()
@@ -273,6 +290,36 @@ func (f *FunctionTier) acquire(ctx context.Context, model string, memoryMB int) 
 			return nil, false, fmt.Errorf("function tier %s: all %d instances busy: %w", model, f.cfg.MaxInstances, ctx.Err())
 		}
 	}
+}
+
+// startBehind cold-starts an instance of the pool, counted in p.live by the caller, and puts
+// it among the idle ones when ready (or, when the tier closed meanwhile, leaves it to the
+// pool's provider to stop).
+func (f *FunctionTier) startBehind(p *pool, model string, memoryMB int) {
+	defer f.bg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	in, err := f.start(ctx, p, model, memoryMB)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err != nil:
+		p.live--
+		f.log.Warn("function tier: cold start behind busy instances", "model", model, "err", err)
+	case f.closed:
+		f.stats[model].InstanceSeconds += time.Since(in.born).Seconds()
+		f.stats[model].Live--
+	default:
+		p.idle = append(p.idle, in)
+	}
+	f.signal(p)
 }
 
 // enter counts an invocation starting at now; f.mu is held.
@@ -459,6 +506,7 @@ func (f *FunctionTier) Close() error {
 	}
 	f.mu.Unlock()
 	<-f.done
+	f.bg.Wait()
 	var errs []error
 	for _, p := range pools {
 		errs = append(errs, p.prov.Close())
