@@ -203,7 +203,10 @@ type fnBackend struct {
 // Infer implements batcher.Backend: one invocation on a warm or cold-started instance.
 func (f fnBackend) Infer(ctx context.Context, _ string, model string, reqs []*oip.InferenceRequest) ([]*oip.InferenceResponse, error) {
 	var out []*oip.InferenceResponse
+	asked := time.Now()
 	err := f.inv.Invoke(ctx, model, f.mem, func(ctx context.Context, addr string) error {
+		// The wait for a free or cold-started instance is no cost of the batch (batcher.ReportStartDelay).
+		batcher.ReportStartDelay(ctx, time.Since(asked))
 		var err error
 		out, err = f.inner.Infer(ctx, addr, model, reqs)
 		return err

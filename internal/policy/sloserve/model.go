@@ -471,12 +471,13 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
-	online, err := analytic.NewOnline(pc, best)
+	over := &invocationOverhead{}
+	online, err := analytic.NewOnline(pc, overheadService{MemoryService: best, over: over})
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
 	return &policy.Serverless{MemoryMB: best.MemoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.Curve,
-		slack: env.SLO.Threshold - slo}}, nil
+		over: over, slack: env.SLO.Threshold - slo}}, nil
 }
 
 // servingBatchLimit is the largest batch a serverless profile is trusted for: a polynomial's
@@ -684,7 +685,8 @@ func removeID(ids []string, id string) []string {
 type deadlineBuffer struct {
 	buf   *analytic.BufferPolicy
 	curve profile.Curve
-	slack time.Duration // (1 − latency guard) × SLO, kept for service noise
+	over  *invocationOverhead // learned per-invocation overhead, shared with the re-fits' service model
+	slack time.Duration       // (1 − latency guard) × SLO, kept for service noise
 }
 
 // Reasons of the serverless buffer.
@@ -700,7 +702,7 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 		return d
 	}
 	k := min(q.Len, p.buf.MaxBatch())
-	latest := q.EarliestDeadline.Add(-p.slack - p.curve.ServiceTime(k))
+	latest := p.guardLatest(q.EarliestDeadline, k)
 	if !now.Before(latest) {
 		return batching.Decision{Dispatch: k, Next: d.Next, Reason: slReasonGuard}
 	}
@@ -708,6 +710,12 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 		d.Next = latest
 	}
 	return d
+}
+
+// guardLatest is the latest dispatch of a batch of k that still answers by deadline: less the
+// slack, the profile's time for k and the learned per-invocation overhead.
+func (p *deadlineBuffer) guardLatest(deadline time.Time, k int) time.Time {
+	return deadline.Add(-p.slack - p.curve.ServiceTime(k) - p.over.value())
 }
 
 // batchReason prefixes the buffer's constant reasons without allocating.
@@ -725,8 +733,18 @@ func batchReason(r string) string {
 	return "batch: " + r
 }
 
-// Observe implements batching.Policy.
-func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) { p.buf.Observe(o, now) }
+// Observe implements batching.Policy: the arrivals for BATCH's re-fit, and a completed batch's
+// time beyond its profile for the per-invocation overhead.
+func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) {
+	p.buf.Observe(o, now)
+	if !o.Failed && o.Size > 0 && !o.Completed.IsZero() && !o.Dispatched.IsZero() {
+		p.over.observe(o.Completed.Sub(o.Dispatched) - p.curve.ServiceTime(o.Size))
+	}
+}
+
+// Overhead is the per-invocation overhead the buffer plans with (the median excess of the
+// recent batches over the profile); only the buffer's owner may call it.
+func (p *deadlineBuffer) Overhead() time.Duration { return p.over.value() }
 
 // MaxBatch implements batching.Policy.
 func (p *deadlineBuffer) MaxBatch() int { return p.buf.MaxBatch() }
