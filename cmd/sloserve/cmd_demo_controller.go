@@ -126,7 +126,6 @@ func fillFunctions(s *slo.Summary, st *app.Stack, model string, before fnFigures
 	if st.Functions.Enforcement() == local.EnforceCgroup {
 		s.Extra["function_cpu_cgroup"] = 1
 	}
-	s.Extra["batch_overhead_ms"] = float64(st.FunctionOverhead(model).Microseconds()) / 1000
 	plans := st.FunctionPlans(model)
 	s.Extra["batch_plans"] = float64(len(plans))
 	if n := len(plans); n > 0 {

@@ -95,23 +95,6 @@ func (s *Stack) FunctionPlans(model string) []analytic.PlanChange {
 	return out
 }
 
-// FunctionOverhead returns the per-invocation overhead a model's function-tier buffer plans
-// with (learned online from its batches); 0 without one.
-func (s *Stack) FunctionOverhead(model string) time.Duration {
-	var out time.Duration
-	done := make(chan struct{})
-	if !s.Gateway.FunctionControl(model, func(time.Time) {
-		defer close(done)
-		if p, ok := s.functionPolicy(model).(interface{ Overhead() time.Duration }); ok {
-			out = p.Overhead()
-		}
-	}) {
-		return 0
-	}
-	<-done
-	return out
-}
-
 // functionPolicy is a model's function-tier buffer policy.
 func (s *Stack) functionPolicy(model string) any {
 	if s.fnPolicies == nil {

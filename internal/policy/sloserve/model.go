@@ -471,13 +471,12 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
-	over := &invocationOverhead{}
-	online, err := analytic.NewOnline(pc, overheadService{MemoryService: best, over: over})
+	online, err := analytic.NewOnline(pc, best)
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
 	return &policy.Serverless{MemoryMB: best.MemoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.Curve,
-		over: over, slack: env.SLO.Threshold - slo}}, nil
+		slack: env.SLO.Threshold - slo}}, nil
 }
 
 // servingBatchLimit is the largest batch a serverless profile is trusted for: a polynomial's
@@ -685,8 +684,7 @@ func removeID(ids []string, id string) []string {
 type deadlineBuffer struct {
 	buf   *analytic.BufferPolicy
 	curve profile.Curve
-	over  *invocationOverhead // learned per-invocation overhead, shared with the re-fits' service model
-	slack time.Duration       // (1 − latency guard) × SLO, kept for service noise
+	slack time.Duration // (1 − latency guard) × SLO, kept for service noise
 }
 
 // Reasons of the serverless buffer.
@@ -702,7 +700,7 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 		return d
 	}
 	k := min(q.Len, p.buf.MaxBatch())
-	latest := p.guardLatest(q.EarliestDeadline, k)
+	latest := q.EarliestDeadline.Add(-p.slack - p.curve.ServiceTime(k))
 	if !now.Before(latest) {
 		return batching.Decision{Dispatch: k, Next: d.Next, Reason: slReasonGuard}
 	}
@@ -710,12 +708,6 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 		d.Next = latest
 	}
 	return d
-}
-
-// guardLatest is the latest dispatch of a batch of k that still answers by deadline: less the
-// slack, the profile's time for k and the learned per-invocation overhead.
-func (p *deadlineBuffer) guardLatest(deadline time.Time, k int) time.Time {
-	return deadline.Add(-p.slack - p.curve.ServiceTime(k) - p.over.value())
 }
 
 // batchReason prefixes the buffer's constant reasons without allocating.
@@ -733,18 +725,8 @@ func batchReason(r string) string {
 	return "batch: " + r
 }
 
-// Observe implements batching.Policy: the arrivals for BATCH's re-fit, and a completed batch's
-// time beyond its profile for the per-invocation overhead.
-func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) {
-	p.buf.Observe(o, now)
-	if !o.Failed && o.Size > 0 && !o.Completed.IsZero() && !o.Dispatched.IsZero() {
-		p.over.observe(o.Completed.Sub(o.Dispatched) - p.curve.ServiceTime(o.Size))
-	}
-}
-
-// Overhead is the per-invocation overhead the buffer plans with (the median excess of the
-// recent batches over the profile); only the buffer's owner may call it.
-func (p *deadlineBuffer) Overhead() time.Duration { return p.over.value() }
+// Observe implements batching.Policy.
+func (p *deadlineBuffer) Observe(o batching.Outcome, now time.Time) { p.buf.Observe(o, now) }
 
 // MaxBatch implements batching.Policy.
 func (p *deadlineBuffer) MaxBatch() int { return p.buf.MaxBatch() }
