@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup tools models fuzz bench vet build attack soak e2e-clients promtool prom-check
+.PHONY: demo serve bench-gateway test setup tools models fuzz bench vet build attack soak e2e-clients promtool prom-check test-defaults
 
 # Tools 'make test' runs, installed by scripts/setup.sh (which pins the version) into an ignored
 # cache folder; SLOSERVE_TOOLS moves it.
@@ -59,6 +59,12 @@ test: setup tools
 
 fuzz:
 	scripts/fuzz.sh 30s
+
+# test-defaults re-chooses every tuned default (MArk's and sloserve's) with the tuner on the
+# committed excerpts' tuning halves and fails when a committed default left the search's band
+# (docs/scoreboard.md, "Which part each default was chosen on"); about a CPU-minute.
+test-defaults:
+	$(GO) test -tags defaults -count=1 -run 'DefaultsInSearchBand' -timeout 15m ./internal/experiment/
 
 # promtool installs Debian's prometheus (promtool, prometheus) when missing and checks the rules
 # and dashboard of deploy/observability (go test skips that check when promtool is absent).

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -72,12 +74,15 @@ type benchOptions struct {
 	model        string
 	conc, rounds int
 	dur, latDur  time.Duration
-	protocols    []string // nil: the proxy comparison
-	rows         int      // images per request
-	replicas     int      // > 0: the gateway replicas measurement (benchReplicas)
-	workers      int      // its workers
-	slots        int      // its slots per worker
-	policy       string   // its batching policy
+	protocols    []string      // nil: the proxy comparison
+	rows         int           // images per request
+	replicas     int           // > 0: the gateway replicas measurement (benchReplicas), up to this many
+	counts       []int         // the replica counts it measures
+	rowTime      time.Duration // its workers' --min-row-time
+	gatewayProcs int           // its gateways' GOMAXPROCS (0: all cores)
+	workers      int           // its workers
+	slots        int           // its slots per worker
+	policy       string        // its batching policy
 }
 
 // parseBenchFlags parses and checks bench gateway's flags; a bad one is a usage error naming it.
@@ -91,7 +96,9 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	rounds := fs.Int("rounds", 5, "times the three paths are measured in turn (figures are medians over rounds)")
 	rows := fs.Int("rows", 0, "images per request (default 1, and 192 with --protocol: 192 Fashion-MNIST images are 150 528 floats, one 224×224 RGB image's worth, the input size at which a front protocol's encoding is what it costs)")
 	protocol := fs.String("protocol", "", "`protocol` to measure through the gateway instead of the proxy comparison: rest-json, rest-binary, grpc-raw or all (prints each throughput and its ratio to rest-json's, from one run)")
-	replicas := fs.Int("replicas", 0, "measure 1, 2, … `N` gateway processes (sloserve serve --instances) sharing the same workers, in one run: throughput, its ratio to one replica, p50/p99")
+	replicas := fs.String("replicas", "", "measure 1, 2, … `N` gateway processes (sloserve serve --instances) sharing the same workers, or the listed counts (e.g. 1,2,3), in one run: throughput, its ratio to one replica, p50/p99, CPU seconds per process")
+	rowTime := fs.Duration("row-time", 0, "with --replicas: the workers' --min-row-time (a batch of r rows takes r × `d`, sleeping: workers that are not CPU-bound, so the gateways are the bottleneck)")
+	gatewayProcs := fs.Int("gateway-procs", 1, "with --replicas: each gateway's GOMAXPROCS (one replica = one machine's share of cores; 0 = all cores)")
 	workers := fs.Int("workers", 2, "with --replicas: worker processes the replicas share")
 	slots := fs.Int("slots", 2, "with --replicas: batches a worker runs at once (its --max-in-flight) and each replica's model slots")
 	policy := fs.String("policy", "mlproxy", "with --replicas: the replicas' batching `policy` (none, fixed, mlproxy, …)")
@@ -99,7 +106,11 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return benchOptions{}, err
 	}
 	o := benchOptions{asJSON: *asJSON, model: *model, conc: *conc, rounds: *rounds, dur: *dur, latDur: *latDur, rows: *rows,
-		replicas: *replicas, workers: *workers, slots: *slots, policy: *policy}
+		workers: *workers, slots: *slots, policy: *policy, rowTime: *rowTime, gatewayProcs: *gatewayProcs}
+	var err error
+	if o.replicas, o.counts, err = parseReplicaCounts(*replicas); err != nil {
+		return o, usagef("bench gateway: --replicas: %v", err)
+	}
 	switch {
 	case o.rows < 0:
 		return o, usagef("bench gateway: --rows must be ≥ 0, got %d", o.rows)
@@ -111,8 +122,10 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return o, usagef("bench gateway: --latency-duration must be > 0, got %v", o.latDur)
 	case o.rounds < 1:
 		return o, usagef("bench gateway: --rounds must be ≥ 1, got %d", o.rounds)
-	case o.replicas < 0 || o.replicas > 16:
-		return o, usagef("bench gateway: --replicas must be in [0, 16], got %d", o.replicas)
+	case o.rowTime < 0:
+		return o, usagef("bench gateway: --row-time must be ≥ 0, got %v", o.rowTime)
+	case o.gatewayProcs < 0:
+		return o, usagef("bench gateway: --gateway-procs must be ≥ 0, got %d", o.gatewayProcs)
 	case o.workers < 1 || o.workers > 16:
 		return o, usagef("bench gateway: --workers must be in [1, 16], got %d", o.workers)
 	case o.slots < 1:
@@ -140,6 +153,33 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseReplicaCounts parses --replicas: "" (not measured), N (1, 2, … N) or an increasing list
+// of counts ("1,2,3"), each in [1, 16]. It returns the largest count and the counts.
+func parseReplicaCounts(v string) (int, []int, error) {
+	if v == "" {
+		return 0, nil, nil
+	}
+	var counts []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 16 {
+			return 0, nil, fmt.Errorf("want N or a list of counts in [1, 16], got %q", v)
+		}
+		if len(counts) > 0 && n <= counts[len(counts)-1] {
+			return 0, nil, fmt.Errorf("counts must increase, got %q", v)
+		}
+		counts = append(counts, n)
+	}
+	if len(counts) == 1 {
+		n := counts[0]
+		counts = counts[:0]
+		for i := 1; i <= n; i++ {
+			counts = append(counts, i)
+		}
+	}
+	return counts[len(counts)-1], counts, nil
 }
 
 // benchWorker starts one local worker of model and returns its provider (to close), its address

@@ -12,30 +12,24 @@ import (
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/keepalive"
+	"github.com/sloserve/sloserve/internal/provider/functions"
+	"github.com/sloserve/sloserve/internal/provider/kubernetes"
 	"github.com/sloserve/sloserve/internal/provider/local"
 )
 
-// The live function tier (serverless.enabled): one local.FunctionTier of worker processes for
-// every model whose controller policy has a serverless tier (sloserve's: BATCH's optimiser
+// The live function tier (serverless.enabled): one functions.Tier — worker processes
+// (local.NewFunctionTier) or pods (kubernetes.NewFunctionTier, by provider.kind) — for every model whose controller policy has a serverless tier (sloserve's: BATCH's optimiser
 // chose its memory and runs its buffer), behind the gateway's Bouncer (gateway.AddFunctionTier).
 // Idle function instances are released by INFless's LSTH keep-alive on the controller's clock
 // (keepalive.ScaledLSTHConfig(controller.unit)), as the sloserve policy releases idle VMs.
 
 // startFunctions starts the function tier and adds it to the gateway for every model with a
 // serverless tier; nil without serverless.enabled.
-func startFunctions(cfg config.Config, opts StackOptions, g *gateway.Gateway, models []controller.Model, log *slog.Logger) (*local.FunctionTier, error) {
+func startFunctions(cfg config.Config, opts StackOptions, g *gateway.Gateway, models []controller.Model, log *slog.Logger) (*functions.Tier, error) {
 	if !cfg.Serverless.Enabled {
 		return nil, nil
 	}
-	unit := cfg.Controller.Unit
-	ft, err := local.NewFunctionTier(local.FunctionConfig{Worker: localConfig(cfg, opts), Tier: cost.DefaultCatalog().Serverless,
-		MaxInstances: cfg.Serverless.Instances(), RunGap: unit, KeepAlive: func() keepalive.Policy {
-			l, err := keepalive.NewLSTH(keepalive.ScaledLSTHConfig(unit))
-			if err != nil { // unit is validated > 0
-				return &keepalive.Fixed{KeepAlive: 10 * unit}
-			}
-			return l
-		}}, log.With("tier", "serverless"))
+	ft, err := newFunctionTier(cfg, opts, log.With("tier", "serverless"))
 	if err != nil {
 		return nil, fmt.Errorf("serverless: %w", err)
 	}
@@ -56,7 +50,7 @@ func startFunctions(cfg config.Config, opts StackOptions, g *gateway.Gateway, mo
 		}
 		// One instance warm from the start (LSTH's pre-warm of a model about to be invoked):
 		// the burst's first spills find it, later ones cold-start the rest.
-		pctx, cancel := context.WithTimeout(context.Background(), cfg.Workers.StartTimeout)
+		pctx, cancel := context.WithTimeout(context.Background(), functionStartTimeout(cfg))
 		err := ft.Prewarm(pctx, m.Name, sl.MemoryMB)
 		cancel()
 		if err != nil {
@@ -71,6 +65,38 @@ func startFunctions(cfg config.Config, opts StackOptions, g *gateway.Gateway, mo
 		return nil, fmt.Errorf("serverless.enabled: controller.policy %q has no serverless tier (sloserve has)", cfg.Controller.Policy)
 	}
 	return ft, nil
+}
+
+// newFunctionTier makes the provider's function tier: worker processes, or pods in
+// provider.kubernetes' namespace. Idle instances are released by LSTH on the controller's unit.
+func newFunctionTier(cfg config.Config, opts StackOptions, log *slog.Logger) (*functions.Tier, error) {
+	unit := cfg.Controller.Unit
+	ka := func() keepalive.Policy {
+		l, err := keepalive.NewLSTH(keepalive.ScaledLSTHConfig(unit))
+		if err != nil { // unit is validated > 0
+			return &keepalive.Fixed{KeepAlive: 10 * unit}
+		}
+		return l
+	}
+	tier := cost.DefaultCatalog().Serverless
+	if cfg.Provider.Kind != config.ProviderKubernetes {
+		return local.NewFunctionTier(local.FunctionConfig{Worker: localConfig(cfg, opts), Tier: tier,
+			MaxInstances: cfg.Serverless.Instances(), RunGap: unit, KeepAlive: ka}, log)
+	}
+	client, err := kubeClient(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewFunctionTier(client, kubernetes.FunctionConfig{Pods: KubernetesConfig(cfg.Provider.Kubernetes), Tier: tier,
+		MaxInstances: cfg.Serverless.Instances(), RunGap: unit, KeepAlive: ka, StartTimeout: functionStartTimeout(cfg)}, log)
+}
+
+// functionStartTimeout bounds a function instance's cold start: the provider's start timeout.
+func functionStartTimeout(cfg config.Config) time.Duration {
+	if cfg.Provider.Kind == config.ProviderKubernetes {
+		return cfg.Provider.Kubernetes.StartTimeout
+	}
+	return cfg.Workers.StartTimeout
 }
 
 // planner is the function tier's buffer when it is BATCH's (sloserve's deadline-guarded buffer).

@@ -64,7 +64,11 @@ func newProvider(ctx context.Context, cfg config.Config, opts StackOptions, log 
 		if err != nil {
 			return nil, err
 		}
-		p, err := kubernetes.New(client, KubernetesConfig(k), log.With("provider", kind))
+		kc := KubernetesConfig(k)
+		if cfg.ModelRepository == "" { // a repository's models set their slots in their own config
+			kc.MaxInFlight = slotsByModel(cfg.Models)
+		}
+		p, err := kubernetes.New(client, kc, log.With("provider", kind))
 		if err != nil {
 			return nil, fmt.Errorf("provider.kubernetes: %w", err)
 		}
@@ -87,6 +91,16 @@ func maxSlots(ms []config.Model) int {
 		n = max(n, m.Slots)
 	}
 	return n
+}
+
+// slotsByModel maps each model to its slots: the --max-in-flight of its Kubernetes workers
+// (one model per pod).
+func slotsByModel(ms []config.Model) map[string]int {
+	out := make(map[string]int, len(ms))
+	for _, m := range ms {
+		out[m.Name] = max(1, m.Slots)
+	}
+	return out
 }
 
 // KubernetesConfig converts the file's provider.kubernetes section to the provider's Config:

@@ -22,8 +22,8 @@ import (
 	"github.com/sloserve/sloserve/internal/gateway"
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/provider"
+	"github.com/sloserve/sloserve/internal/provider/functions"
 	"github.com/sloserve/sloserve/internal/provider/kubernetes"
-	"github.com/sloserve/sloserve/internal/provider/local"
 	"github.com/sloserve/sloserve/internal/telemetry"
 )
 
@@ -87,7 +87,7 @@ type Stack struct {
 	Fleet *facts.Gatherer
 	// Functions is the function tier (serverless.enabled): its cold starts, invocations and
 	// per-invocation bill per model (Stats); nil without one.
-	Functions *local.FunctionTier
+	Functions *functions.Tier
 
 	front  *gateway.Front
 	cancel context.CancelFunc
@@ -185,7 +185,12 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	}
 	insts, _ := prov.Instances(ctx)
 	if err := g.Sync(ctx, insts); err != nil {
-		return fail(fmt.Errorf("start workers: %w", err))
+		if !cfg.Controller.LeaderElection.Enabled {
+			return fail(fmt.Errorf("start workers: %w", err))
+		}
+		// The leader's pods may be up before their workers listen (a replica starting next to
+		// a new fleet): the periodic sync adds them, and readiness waits for a clean sync.
+		log.Warn("start workers: first sync incomplete; retrying every sync interval", "err", err)
 	}
 	if stage != "" {
 		s.Repository, err = gateway.NewRepository(g, gateway.RepositoryOptions{Dir: cfg.ModelRepository, Stage: stage, Provider: prov,

@@ -100,6 +100,15 @@ type Observer interface {
 	Executed(rows int64, rtt time.Duration, waits iter.Seq[time.Duration])
 }
 
+// BounceObserver is an Observer that also counts the batches an instance refused as busy (its
+// 429: the worker's --max-in-flight, shared with other gateway replicas; busy.go) and the
+// back-off the batcher gave that instance. Optional: the batcher calls it, on its goroutine, when
+// its Observer implements it.
+type BounceObserver interface {
+	Observer
+	Bounced(backoff time.Duration)
+}
+
 // observeFlight reports the queue wait and the backend round trip of each request of a batch
 // that was answered (not one sent back to the queue for a retry).
 func (b *Batcher) observeFlight(f *flight) {

@@ -69,11 +69,15 @@ func busyBackoff(expect time.Duration, streak int) time.Duration {
 // is refused with ErrInstancesBusy). Runs on the batcher goroutine.
 func (b *Batcher) bounce(f *flight, now time.Time) {
 	f.inst.busyStreak++
-	until := now.Add(busyBackoff(f.expect, f.inst.busyStreak))
+	backoff := busyBackoff(f.expect, f.inst.busyStreak)
+	until := now.Add(backoff)
 	if until.After(f.inst.busyUntil) {
 		f.inst.busyUntil = until
 	}
 	b.bounces.Add(1)
+	if o, ok := b.obs.(BounceObserver); ok {
+		o.Bounced(backoff)
+	}
 	back := f.calls[:0:0]
 	for _, c := range f.calls {
 		c.bounces++

@@ -392,9 +392,6 @@ func (c Config) Validate() error {
 	if err := c.Serverless.Validate(); err != nil {
 		return err
 	}
-	if c.Serverless.Enabled && c.Provider.Kind == ProviderKubernetes {
-		return errors.New("serverless.enabled: the function tier runs on provider.kind local only")
-	}
 	if c.Provider.Kind == ProviderKubernetes && c.Controller.PlacesInstances() {
 		return fmt.Errorf("controller.policy: %s places instances on controller.cluster's servers, which only provider.kind local accounts for", c.Controller.Policy)
 	}

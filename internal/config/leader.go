@@ -39,12 +39,14 @@ type LeaderElection struct {
 	// Identity names this replica in the Lease; "" means $POD_NAME, else hostname_pid.
 	Identity string `yaml:"identity"`
 	// LeaseDuration is how long a Lease is held without renewal before another replica takes
-	// over (duration): a crashed leader is replaced within about this long.
+	// over (duration): a follower acquires it this long after it watched the last renewal
+	// arrive, so a crashed leader is replaced within this long plus the API's latency.
 	LeaseDuration time.Duration `yaml:"lease_duration"`
 	// RenewDeadline is how long the leader keeps retrying a renewal before it stops leading
 	// (duration; < lease_duration).
 	RenewDeadline time.Duration `yaml:"renew_deadline"`
-	// RetryPeriod is the interval between attempts to acquire or renew (duration; < renew_deadline).
+	// RetryPeriod is the interval between the leader's renewals and between failed attempts
+	// (duration; < renew_deadline).
 	RetryPeriod time.Duration `yaml:"retry_period"`
 }
 

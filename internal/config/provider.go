@@ -96,7 +96,8 @@ type Kubernetes struct {
 	// for the cluster's default.
 	ImagePullPolicy string `yaml:"image_pull_policy"`
 	// Command is the worker container's entry point; the provider appends
-	// `--addr 0.0.0.0:<worker_port> --models <model>` and then args.
+	// `--addr 0.0.0.0:<worker_port> --models <model> --max-in-flight <the model's slots>` (no
+	// limit for a model repository's models) and then args.
 	Command []string `yaml:"command"`
 	// Args are extra worker arguments (e.g. [--runtime, native]).
 	Args []string `yaml:"args"`

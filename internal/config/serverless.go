@@ -7,10 +7,10 @@ import (
 )
 
 // Serverless configures the live function tier (provider.TierServerless): per model and memory
-// size, scale-to-zero worker processes billed per invocation at the catalog's Lambda prices,
-// behind BATCH's buffer; the gateway spills to it what the VM fleet cannot finish before the
-// deadline (MArk's Bouncer). Only a controller policy with a serverless tier uses it
-// (sloserve), and only the local provider runs it.
+// size, scale-to-zero worker processes (provider.kind local) or pods (kubernetes) billed per
+// invocation at the catalog's Lambda prices, behind BATCH's buffer; the gateway spills to it
+// what the VM fleet cannot finish before the deadline (MArk's Bouncer) and buffers it while an
+// instance cold-starts. Only a controller policy with a serverless tier uses it (sloserve).
 type Serverless struct {
 	// Enabled turns the function tier on.
 	Enabled bool `yaml:"enabled"`

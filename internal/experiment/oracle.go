@@ -147,7 +147,8 @@ func (o *oracle) slCost(r float64) float64 {
 
 // minute returns the floor's price of one minute with counts arrivals per 5 s window: the
 // cheapest of covering capacity at each window's rate (0 included) with VMs and serving the
-// windows' excess on the serverless tier.
+// windows' excess on the serverless tier, each window's batches filled at the higher of its own
+// rate and the minute's mean.
 func (o *oracle) minute(counts []int) float64 {
 	total := 0
 	levels := []float64{0}
@@ -158,16 +159,20 @@ func (o *oracle) minute(counts []int) float64 {
 	if total == 0 {
 		return 0
 	}
-	sl := o.slCost(float64(total) / oracleMinute.Seconds())
+	// A request's batch may fill at its window's rate or at the minute's mean, whichever is
+	// cheaper: a floor of both (a busy 5 s window fills larger batches than the minute's mean).
+	mean := o.slCost(float64(total) / oracleMinute.Seconds())
+	sl := make([]float64, len(counts))
+	for i, n := range counts {
+		sl[i] = math.Min(mean, o.slCost(float64(n)/oracleWindow.Seconds()))
+	}
 	best := math.Inf(1)
 	for _, lv := range levels {
-		excess := 0.0
-		for _, n := range counts {
-			excess += math.Max(0, float64(n)-lv*oracleWindow.Seconds())
-		}
 		c := o.vmCost(lv)
-		if excess > 0 {
-			c += excess * sl
+		for i, n := range counts {
+			if ex := math.Max(0, float64(n)-lv*oracleWindow.Seconds()); ex > 0 {
+				c += ex * sl[i]
+			}
 		}
 		best = math.Min(best, c)
 	}

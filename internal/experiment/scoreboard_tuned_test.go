@@ -88,13 +88,14 @@ func checkOracleRow(t *testing.T, tr string, r map[string]ScoreEntry) {
 			t.Errorf("%s: oracle row %+v, want cost_vs_oracle 1, positive cost, not cheapest", tr, or)
 		}
 		// On MArk's setting Lambda with batches of up to 32 is far cheaper than any VM: the floor
-		// is mostly serverless, so VM-only mark sits at 23–25× it, sloserve (mostly serverless,
-		// with its cold starts and 60 s VM minimum on 5 minutes) at 6.8–7.1×.
+		// is mostly serverless, so VM-only mark sits at 23–25× it, sloserve (all serverless at
+		// B ≈ 32 from the first second, its buffer seeded from the offline mean rate) at
+		// 1.03× (issue #17's goal: ≤ 1.1×; 6.8–7.1× while its first minute ran vanilla Lambda).
 		if !(mark.CostVsOracle >= 15 && mark.CostVsOracle <= 35) {
 			t.Errorf("%s: mark at %.3f× the oracle, want in [15, 35]", tr, mark.CostVsOracle)
 		}
-		if me := r["sloserve"]; !(me.CostVsOracle >= 1 && me.CostVsOracle <= 10) {
-			t.Errorf("%s: sloserve at %.3f× the oracle, want in [1, 10]", tr, me.CostVsOracle)
+		if me := r["sloserve"]; !(me.CostVsOracle >= 1 && me.CostVsOracle <= 1.1) {
+			t.Errorf("%s: sloserve at %.3f× the oracle, want in [1, 1.1]", tr, me.CostVsOracle)
 		}
 	}
 }

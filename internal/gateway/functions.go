@@ -174,7 +174,7 @@ func (t *fnTier) submit(ctx context.Context, b *served, req *oip.InferenceReques
 			t.rejected.Add(1)
 			t.byFull.Add(1)
 		}
-		return resp, err
+		return resp, activatorRetry(err)
 	case policy.RouteReject:
 		t.rejected.Add(1)
 		t.byRouter.Add(1)
@@ -199,6 +199,20 @@ func (t *fnTier) admit(rows int64, timeout time.Duration, arrival, now time.Time
 		v.Admit, v.Reason = true, reasonFunctionTier
 	}
 	return v
+}
+
+// activatorRetry gives a request the function tier's buffer gave up on a Retry-After: a 429
+// (buffer full) keeps its hint, a 504 (its deadline passed while the instances were cold or
+// busy) gets one second, as Knative's activator tells a client whose request timed out in its
+// buffer to come back once the revision has scaled up.
+func activatorRetry(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := oip.RetryAfter(err); ok || !errors.Is(err, oip.ErrDeadline) {
+		return err
+	}
+	return oip.WithRetryAfter(err, time.Second)
 }
 
 // isRefusal reports a 429 of the function tier's own queue.

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sloserve/sloserve/internal/oip"
 	"github.com/sloserve/sloserve/internal/slo"
 )
@@ -135,4 +137,54 @@ func newReplica(t *testing.T, b Backend, pol *fixedPolicy, threshold time.Durati
 		}
 	}
 	return g
+}
+
+// Every batch a worker refuses as busy is counted in sloserve_batch_bounces_total and its
+// back-off observed in sloserve_busy_backoff_seconds, within [1 ms, 50 ms].
+func TestBounceMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lb := &limitBackend{fakeBackend: &fakeBackend{}, limit: 0}
+		reg := prometheus.NewRegistry()
+		g, err := New(Options{Backend: lb, Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.AddModel(Model{Name: "m", SLO: slo.Spec{Threshold: 10 * time.Second, Target: 0.98}, Policy: &fixedPolicy{Max: 1}, QueueLimit: 16, Slots: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.AddInstance(context.Background(), "m", Instance{ID: "i0", Addr: "a0"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Infer(context.Background(), &oip.Call{Model: "m", Request: request("r", 1), Arrival: time.Now()}); !errors.Is(err, ErrInstancesBusy) {
+			t.Fatalf("answer of an always-busy instance: %v, want ErrInstancesBusy", err)
+		}
+		g.Close(context.Background())
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bounces float64
+		var backoffs uint64
+		var sum float64
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch mf.GetName() {
+				case "sloserve_batch_bounces_total":
+					bounces += m.GetCounter().GetValue()
+				case "sloserve_busy_backoff_seconds":
+					backoffs += m.GetHistogram().GetSampleCount()
+					sum += m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+		if bounces != float64(lb.refused) || lb.refused < 2 {
+			t.Errorf("sloserve_batch_bounces_total %v, want the %d refusals (≥ 2)", bounces, lb.refused)
+		}
+		if backoffs != uint64(lb.refused) {
+			t.Errorf("sloserve_busy_backoff_seconds count %d, want %d", backoffs, lb.refused)
+		}
+		if mean := sum / float64(max(backoffs, 1)); mean < 0.001 || mean > 0.05 {
+			t.Errorf("mean back-off %vs, want within [1 ms, 50 ms]", mean)
+		}
+	})
 }

@@ -124,7 +124,7 @@ const DefaultRetryAfter = time.Second
 // 4xx status).
 //
 // Every error answer is JSON {"error": "..."} with the status of StatusOf, and Retry-After for
-// 429 and 503.
+// 429 and 503 (and for a 504 whose error carries a hint, WithRetryAfter).
 func NewHandler(core Core, opts HandlerOptions) (http.Handler, error) {
 	if core == nil {
 		return nil, errors.New("oip: NewHandler: nil Core")
@@ -219,9 +219,9 @@ func (h *handler) writeError(w http.ResponseWriter, err error) int {
 		// The client is gone; nginx's 499 is not a valid status to send.
 		code = http.StatusBadRequest
 	}
-	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-		after, ok := RetryAfter(err)
-		if !ok {
+	after, hinted := RetryAfter(err)
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout && hinted {
+		if !hinted {
 			after = h.opts.RetryAfter
 		}
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(after.Seconds())), 10))

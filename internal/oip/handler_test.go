@@ -31,6 +31,7 @@ var mlpMetadata = &ModelMetadata{
 var failures = map[string]error{
 	"busy":   WithRetryAfter(fmt.Errorf("queue full: %w", ErrOverloaded), 3*time.Second),
 	"slow":   fmt.Errorf("queued too long: %w", ErrDeadline),
+	"asleep": WithRetryAfter(fmt.Errorf("buffered through a cold start: %w", ErrDeadline), 2*time.Second),
 	"broken": errors.New("segfault in kernel"),
 	"cold":   fmt.Errorf("loading: %w", ErrUnavailable),
 }
@@ -128,6 +129,7 @@ func TestHandlerErrors(t *testing.T) {
 		{"unavailable", "POST", "/v2/models/cold/infer", goodBody, nil, 503, "loading", "1"},
 		{"model not ready", "GET", "/v2/models/cold/ready", "", nil, 400, "not ready", ""},
 		{"deadline", "POST", "/v2/models/slow/infer", goodBody, nil, 504, "deadline exceeded", ""},
+		{"deadline with a hint", "POST", "/v2/models/asleep/infer", goodBody, nil, 504, "cold start", "2"},
 		{"internal", "POST", "/v2/models/broken/infer", goodBody, nil, 500, "segfault", ""},
 		{"no endpoint", "GET", "/v2/nothing", "", nil, 404, "no endpoint GET /v2/nothing", ""},
 		{"wrong method", "GET", "/v2/models/mlp/infer", "", nil, 405, "allowed: POST", ""},

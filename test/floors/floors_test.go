@@ -41,8 +41,10 @@ var floorOf = map[string]int{
 	"internal/cluster": vocabulary,
 	// The fleet's vocabulary (Spec, Tier, State, Member) and the Provider port; the providers
 	// themselves are runtime.
-	"internal/provider":            vocabulary,
-	"internal/provider/local":      runtime,
+	"internal/provider":       vocabulary,
+	"internal/provider/local": runtime,
+	// The function tier shared by the providers (pools, keep-alive, cold starts, billing).
+	"internal/provider/functions":  runtime,
 	"internal/provider/kubernetes": runtime,
 	// The ONNX file format (protobuf, no runtime): operator profiles read model graphs.
 	"internal/models/onnx": vocabulary,

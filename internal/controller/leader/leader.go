@@ -9,10 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // Config names the Lease and its timings (config.LeaderElection).
@@ -21,7 +18,8 @@ type Config struct {
 	Namespace string
 	Name      string
 	Identity  string
-	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's (LeaderElectionConfig).
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's (LeaderElectionConfig; see
+	// Timings).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Logger receives the leadership changes; nil discards them.
 	Logger *slog.Logger
@@ -33,7 +31,6 @@ type Elector struct {
 	cfg    Config
 	log    *slog.Logger
 	leader atomic.Bool
-	term   sync.Mutex // held while lead runs
 	mu     sync.Mutex
 	holder string
 	terms  int
@@ -57,59 +54,46 @@ func New(cfg Config) (*Elector, error) {
 }
 
 // Run campaigns for the Lease until ctx ends. While this replica holds it, lead runs with a
-// context that ends when leadership is lost (a renewal not done within RenewDeadline) or ctx
-// ends; Run waits for lead to return before campaigning again, so two terms of this replica
-// never overlap. On ctx's end a held Lease is released, so a follower takes over at once.
+// context that ends when leadership is lost (a renewal not done within RenewDeadline, or the Lease
+// shows another holder) or ctx ends; Run waits for lead to return before campaigning again, so
+// two terms of this replica never overlap. On ctx's end a held Lease is released, so a follower
+// takes over at once.
+//
+// The follower is driven by a watch on the Lease (campaign.go): it takes over exactly
+// LeaseDuration after it observed the last renewal, on its own clock (Decide), instead of
+// client-go's LeaderElector polling every jittered RetryPeriod, which noticed a dead leader up to
+// 2 × 1.2 × RetryPeriod late. The Lease, its record and the conditional writes are client-go's
+// (resourcelock's LeaderElectionRecord in a coordination.k8s.io Lease), so client-go electors and
+// these can share a Lease.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
-		Client:     e.cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
+	c := newCampaign(e, lead)
+	return c.run(ctx)
+}
+
+// setHolder records the identity last seen holding the Lease.
+func (e *Elector) setHolder(id string) {
+	e.mu.Lock()
+	changed := e.holder != id
+	e.holder = id
+	e.mu.Unlock()
+	if changed && id != "" && id != e.cfg.Identity {
+		e.log.Info("leader: following", "leader", id, "identity", e.cfg.Identity)
 	}
-	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: e.cfg.LeaseDuration, RenewDeadline: e.cfg.RenewDeadline,
-			RetryPeriod: e.cfg.RetryPeriod, ReleaseOnCancel: true, Name: e.cfg.Name,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(lctx context.Context) {
-					// client-go starts this in a goroutine: the term lock lets Run wait for
-					// it, and a term already over when it gets the lock is skipped.
-					e.term.Lock()
-					defer e.term.Unlock()
-					if lctx.Err() != nil {
-						return
-					}
-					e.leader.Store(true)
-					defer e.leader.Store(false)
-					e.mu.Lock()
-					e.terms++
-					e.mu.Unlock()
-					e.log.Info("leader: started leading", "identity", e.cfg.Identity, "lease", e.cfg.Namespace+"/"+e.cfg.Name)
-					lead(lctx)
-				},
-				OnStoppedLeading: func() {
-					e.leader.Store(false)
-					e.log.Info("leader: stopped leading", "identity", e.cfg.Identity)
-				},
-				OnNewLeader: func(id string) {
-					e.mu.Lock()
-					e.holder = id
-					e.mu.Unlock()
-					if id != e.cfg.Identity {
-						e.log.Info("leader: following", "leader", id, "identity", e.cfg.Identity)
-					}
-				},
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("leader: %w", err)
-		}
-		le.Run(ctx) // returns when leadership is lost or ctx ends
-		e.term.Lock()
-		//lint:ignore SA2001 the empty section waits for the term's lead to return (or to be skipped)
-		e.term.Unlock()
-	}
-	return ctx.Err()
+}
+
+// startTerm marks this replica the leader.
+func (e *Elector) startTerm() {
+	e.mu.Lock()
+	e.terms++
+	e.mu.Unlock()
+	e.leader.Store(true)
+	e.log.Info("leader: started leading", "identity", e.cfg.Identity, "lease", e.cfg.Namespace+"/"+e.cfg.Name)
+}
+
+// endTerm marks this replica a follower again (its term's lead has returned).
+func (e *Elector) endTerm(why string) {
+	e.leader.Store(false)
+	e.log.Info("leader: stopped leading", "identity", e.cfg.Identity, "why", why)
 }
 
 // IsLeader reports whether this replica holds the Lease now.

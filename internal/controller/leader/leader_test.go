@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sloserve/sloserve/internal/controller/leader/leadertest"
 )
@@ -121,5 +125,84 @@ func TestNewRefusesBadTimings(t *testing.T) {
 		LeaseDuration: time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond})
 	if err == nil {
 		t.Error("New accepted a renew deadline above the lease duration")
+	}
+}
+
+// TestTakeoverWithinLease: the leader's writes stop reaching the API server (as after a SIGKILL,
+// but the process keeps running): it steps down once its renew deadline passes, and a follower,
+// driven by its watch of the Lease, takes over within the lease duration of the partition (its
+// last renewal was before it) — not a jittered retry later — and never while the old one leads.
+func TestTakeoverWithinLease(t *testing.T) {
+	const lease, renew, retry = 800 * time.Millisecond, 500 * time.Millisecond, 100 * time.Millisecond
+	cs := leadertest.Clientset()
+	var victim atomic.Value
+	victim.Store("")
+	cs.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, ok := a.(interface{ GetObject() runtime.Object })
+		if !ok || (a.GetVerb() != "update" && a.GetVerb() != "create") {
+			return false, nil, nil
+		}
+		if h := obj.GetObject().(*coordinationv1.Lease).Spec.HolderIdentity; h != nil && *h == victim.Load().(string) {
+			return true, nil, apierrors.NewServiceUnavailable("partitioned")
+		}
+		return false, nil, nil
+	})
+	var es []*Elector
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, id := range []string{"a", "b", "c"} {
+		e, err := New(Config{Client: cs, Namespace: "ns", Name: "lease", Identity: id, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.Run(ctx, func(lctx context.Context) { <-lctx.Done() }) }()
+	}
+	leader := func() *Elector {
+		var l *Elector
+		for _, e := range es {
+			if e.IsLeader() {
+				if l != nil {
+					t.Fatalf("%s and %s lead at once", l.cfg.Identity, e.cfg.Identity)
+				}
+				l = e
+			}
+		}
+		return l
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for leader() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no first leader within 10 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	first := leader()
+	time.Sleep(3*retry + retry/2) // a few renewals; the partition falls between two
+	victim.Store(first.cfg.Identity)
+	cut := time.Now()
+	var stepped time.Duration
+	for {
+		l := leader()
+		if l == nil && stepped == 0 {
+			stepped = time.Since(cut)
+		}
+		if l != nil && l != first {
+			break
+		}
+		if time.Since(cut) > 10*time.Second {
+			t.Fatal("no new leader within 10 s of the partition")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	took := time.Since(cut)
+	t.Logf("old leader stepped down %v after the partition, new leader %s after %v (lease %v, retry %v)", stepped, leader().cfg.Identity, took, lease, retry)
+	if stepped == 0 || stepped > renew+50*time.Millisecond {
+		t.Errorf("old leader stepped down %v after the partition, want within the renew deadline %v (+50 ms)", stepped, renew)
+	}
+	if took < lease-retry-50*time.Millisecond || took > lease+150*time.Millisecond {
+		t.Errorf("new leader %v after the partition, want within [lease − retry − 50 ms, lease + 150 ms] = [%v, %v]", took, lease-retry-50*time.Millisecond, lease+150*time.Millisecond)
 	}
 }

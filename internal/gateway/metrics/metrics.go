@@ -16,6 +16,8 @@ type Set struct {
 	batchSize *prometheus.HistogramVec
 	queue     *prometheus.GaugeVec
 	instances *prometheus.GaugeVec
+	bounces   *prometheus.CounterVec
+	backoff   *prometheus.HistogramVec
 	slo       *sloMetrics
 }
 
@@ -41,12 +43,21 @@ func New(reg prometheus.Registerer) (*Set, error) {
 			Name: "sloserve_instances",
 			Help: "Instances known to the gateway, by model and state.",
 		}, []string{"model", "state"}),
+		bounces: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sloserve_batch_bounces_total",
+			Help: "Batches an instance refused as busy (its 429: the worker's --max-in-flight, shared with other gateway replicas) and the gateway put back at its queue head, by model.",
+		}, []string{"model"}),
+		backoff: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sloserve_busy_backoff_seconds",
+			Help:    "Back-off the gateway gave an instance that answered busy (no batch to it meanwhile), by model.",
+			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05},
+		}, []string{"model"}),
 		slo: newSLOMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.batchSize, m.queue, m.instances}, m.slo.collectors()...) {
+	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.batchSize, m.queue, m.instances, m.bounces, m.backoff}, m.slo.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -63,6 +74,8 @@ type Model struct {
 	queue     prometheus.Gauge
 	ready     prometheus.Gauge
 	draining  prometheus.Gauge
+	bounces   prometheus.Counter
+	backoff   prometheus.Observer
 	queueWait prometheus.Observer
 	backend   prometheus.Observer
 	slo       *sloWindow
@@ -81,6 +94,8 @@ func (m *Set) ForModel(model string, spec slo.Spec) *Model {
 		queue:     m.queue.WithLabelValues(model),
 		ready:     m.instances.WithLabelValues(model, "ready"),
 		draining:  m.instances.WithLabelValues(model, "draining"),
+		bounces:   m.bounces.WithLabelValues(model),
+		backoff:   m.backoff.WithLabelValues(model),
 	}
 	for _, o := range Outcomes {
 		mm.outcome[o] = m.requests.WithLabelValues(model, o)
@@ -121,4 +136,6 @@ func (m *Set) Drop(model string) {
 	m.batchSize.DeletePartialMatch(l)
 	m.queue.DeletePartialMatch(l)
 	m.instances.DeletePartialMatch(l)
+	m.bounces.DeletePartialMatch(l)
+	m.backoff.DeletePartialMatch(l)
 }

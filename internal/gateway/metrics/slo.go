@@ -224,7 +224,14 @@ func (m *sloMetrics) window(model string, threshold time.Duration, target float6
 	return w
 }
 
-var _ batcher.Observer = (*Model)(nil)
+var _ batcher.BounceObserver = (*Model)(nil)
+
+// Bounced implements batcher.BounceObserver: one batch an instance refused as busy, and the
+// back-off the instance got (sloserve_batch_bounces_total, sloserve_busy_backoff_seconds).
+func (mm *Model) Bounced(backoff time.Duration) {
+	mm.bounces.Inc()
+	mm.backoff.Observe(backoff.Seconds())
+}
 
 // Answered implements batcher.Observer: the queue wait and the backend round trip of a request of
 // a batch that was answered (not one sent back to the queue for a retry).

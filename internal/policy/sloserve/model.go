@@ -406,6 +406,7 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 		}
 	}
 	var best batch.MemoryService
+	var bestPlan analytic.Plan
 	bestCost, found := math.Inf(1), false
 	meanArr, err := poisson(mean)
 	if err != nil {
@@ -416,6 +417,7 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	meanFloor := floor(meanArr, coarse)
 	type priced struct {
 		svc     batch.MemoryService
+		plan    analytic.Plan
 		cost    float64
 		reaches bool
 	}
@@ -433,7 +435,7 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 		if !p.Feasible {
 			c = math.Inf(1)
 		}
-		all = append(all, priced{svc: svc, cost: c, reaches: p.Attainment >= meanFloor.Min})
+		all = append(all, priced{svc: svc, plan: p, cost: c, reaches: p.Attainment >= meanFloor.Min})
 	}
 	anyReaches := false
 	for _, x := range all {
@@ -445,7 +447,7 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 			c = math.Inf(1)
 		}
 		if !found || c < bestCost {
-			best, bestCost, found = x.svc, c, true
+			best, bestPlan, bestCost, found = x.svc, x.plan, c, true
 		}
 	}
 	if !found {
@@ -471,12 +473,33 @@ func (s *modelPolicy) serverless(env policy.Env, o ServerlessOptions) (*policy.S
 	pc.Grid = analytic.Grid{MemoryMinMB: best.MemoryMB, MemoryMaxMB: best.MemoryMB, MemoryStepMB: 1, MaxBatch: best.MaxBatch,
 		TimeoutStep: o.TimeoutStep, TimeoutMax: o.TimeoutMax}
 	pc.SLO, pc.Percentile, pc.Pricing, pc.Reference = slo, pct, pricing, ref
-	online, err := analytic.NewOnline(pc, best)
+	vanilla := env.Catalog.Serverless.InvocationCost(best.MemoryMB, best.Curve.ServiceTime(1))
+	online, err := newOnline(pc, best, bestPlan, env.Load.MeanRPS > 0 && bestPlan.CostPerRequest <= seedSaving*vanilla)
 	if err != nil {
 		return nil, fmt.Errorf("sloserve.serverless: %w", err)
 	}
 	return &policy.Serverless{MemoryMB: best.MemoryMB, Batching: &deadlineBuffer{buf: analytic.NewBufferPolicy(online), curve: best.Curve,
 		slack: env.SLO.Threshold - slo}}, nil
+}
+
+// seedSaving is the largest ratio of the seeded plan's predicted cost per request to vanilla
+// Lambda's at which the tier starts from the plan: batching while every container is still cold
+// adds a cold start to whole batches, so the start pays off only when batching saves much (MArk's
+// Inception: B ≈ 32, ~1/20 of vanilla's cost) and not where it saves little (BATCH's setting:
+// B = 3, where vanilla's first minute attains more for a few per cent more).
+const seedSaving = 0.5
+
+// newOnline is the tier's online BATCH policy. When seed is set (the policy was told the offline
+// mean rate, Env.Load, and the plan at it saves enough: seedSaving) it starts from plan — the
+// memory choice's plan at that rate — instead of vanilla Lambda at B = 1 until the first re-fit a
+// minute in: on MArk's Inception setting that minute at B = 1 cost as much as the next 29 at
+// B ≈ 32 (docs/scoreboard.md, "The oracle on that setting").
+func newOnline(pc analytic.PolicyConfig, svc batch.MemoryService, plan analytic.Plan, seed bool) (*analytic.Online, error) {
+	if !seed || !plan.Feasible || plan.MaxBatch < 1 {
+		return analytic.NewOnline(pc, svc)
+	}
+	plan.Reason = "initial: the memory choice's plan at the offline mean rate (Env.Load)"
+	return analytic.NewOnlineSeeded(pc, svc, plan)
 }
 
 // servingBatchLimit is the largest batch a serverless profile is trusted for: a polynomial's

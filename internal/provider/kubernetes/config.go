@@ -110,10 +110,16 @@ type Config struct {
 	// ImagePullPolicy is the worker container's pull policy; "" = the cluster default.
 	ImagePullPolicy corev1.PullPolicy
 	// Command is the worker entry point; the provider appends
-	// `--addr 0.0.0.0:<Port> --models <model>` and then Args.
+	// `--addr 0.0.0.0:<Port> --models <model>`, then `--max-in-flight <n>` when MaxInFlight
+	// names the model, and then Args.
 	Command []string
-	// Args are extra worker arguments (e.g. "--runtime", "native").
+	// Args are extra worker arguments (e.g. "--runtime", "native"); a --max-in-flight here
+	// overrides MaxInFlight's (the worker's last flag wins).
 	Args []string
+	// MaxInFlight maps a model to the batches its worker runs at once before answering 429 —
+	// the model's slots — so that gateway replicas sharing the worker never overload it
+	// (internal/batcher/busy.go, docs/replicas.md). A model not in it runs without a limit.
+	MaxInFlight map[string]int
 	// Port is the worker's OIP v2 TCP port inside the pod.
 	Port int
 	// Types maps a catalog type name (without the "/spot" suffix) to its resources; Launch

@@ -155,7 +155,11 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 		}}
 	}
 
-	args := append([]string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}, c.Args...)
+	args := []string{"--addr", fmt.Sprintf("0.0.0.0:%d", c.Port), "--models", spec.Model}
+	if n := c.MaxInFlight[spec.Model]; n > 0 {
+		args = append(args, "--max-in-flight", strconv.Itoa(n))
+	}
+	args = append(args, c.Args...)
 	grace := int64(c.StopTimeout / time.Second)
 	noToken, yes, no := false, true, false
 	tmpSize := resource.MustParse(tmpSizeLimit)
@@ -212,9 +216,10 @@ func (c *Config) buildPod(name string, spec provider.Spec, res Resources, launch
 	}
 }
 
-// IsManaged reports whether pod carries the provider's managed-by label.
+// IsManaged reports whether pod carries the provider's managed-by label and is a VM instance
+// (function pods, IsFunction, belong to the function tier).
 func IsManaged(pod *corev1.Pod) bool {
-	return pod != nil && pod.Labels[LabelManagedBy] == ManagedBy && pod.Annotations[AnnotationModel] != ""
+	return pod != nil && pod.Labels[LabelManagedBy] == ManagedBy && pod.Annotations[AnnotationModel] != "" && !IsFunction(pod)
 }
 
 // SpecFromPod reads the provider.Spec the pod was launched with from its annotations.

@@ -473,3 +473,23 @@ func ExampleSelector() {
 	fmt.Println(Selector())
 	// Output: app.kubernetes.io/managed-by=sloserve
 }
+
+// A model named in MaxInFlight gets `--max-in-flight <slots>` after the address and model and
+// before the configured Args (which may override it); another model gets no limit.
+func TestPodMaxInFlight(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxInFlight = map[string]int{"mlp": 3}
+	cfg.Args = []string{"--runtime", "native"}
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"mlp", []string{"--addr", "0.0.0.0:8000", "--models", "mlp", "--max-in-flight", "3", "--runtime", "native"}},
+		{"other", []string{"--addr", "0.0.0.0:8000", "--models", "other", "--runtime", "native"}},
+	} {
+		pod := cfg.buildPod("p", provider.Spec{Model: tc.model, Type: "c5.large"}, Resources{}, time.Time{}, nil, nil)
+		if d := diff(tc.want, pod.Spec.Containers[0].Args); d != "" {
+			t.Errorf("model %s: args (-want +got):\n%s", tc.model, d)
+		}
+	}
+}

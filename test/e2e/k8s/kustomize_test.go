@@ -18,7 +18,7 @@ const kustomizeDir = "../../../deploy/kustomize"
 
 // TestKustomizeApply runs `kubectl apply -k deploy/kustomize` against the control plane and
 // checks what the API server holds: the gateway Deployment with ≥ 2 replicas rolling out with
-// RollingUpdate (KWOK runs its pods), the Lease Role with exactly create/get/update on leases and
+// RollingUpdate (KWOK runs its pods), the Lease Role with exactly create/get/update/watch on leases and
 // list on endpointslices, bound to the ServiceAccount, the two PodDisruptionBudgets and the
 // HorizontalPodAutoscaler over the Deployment. `kubectl delete -k` removes it all.
 func TestKustomizeApply(t *testing.T) {
@@ -74,7 +74,7 @@ func TestKustomizeApply(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][]string{"coordination.k8s.io/leases": {"create", "get", "update"}, "discovery.k8s.io/endpointslices": {"list"}}
+	want := map[string][]string{"coordination.k8s.io/leases": {"create", "get", "update", "watch"}, "discovery.k8s.io/endpointslices": {"list"}}
 	for k, v := range want {
 		g := slices.Sorted(slices.Values(got[k]))
 		if !slices.Equal(g, v) {
