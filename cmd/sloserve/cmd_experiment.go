@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/experiment"
+	"github.com/sloserve/sloserve/internal/experiment/pool"
 )
 
 // The experiments join the command table as sub-verbs, each with its own help, so that
@@ -92,6 +93,7 @@ func parseExperimentFlags(name string, args []string, stderr io.Writer) (experim
 		f.o.Peaks = append(f.o.Peaks, v)
 	}
 	f.o.Sets, f.o.Policies = splitList(f.sets), splitList(f.policies)
+	f.o.Pool = pool.New(0)
 	if !*quiet {
 		f.o.Progress = stderr
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sloserve/sloserve/internal/cost"
 	"github.com/sloserve/sloserve/internal/experiment"
+	"github.com/sloserve/sloserve/internal/experiment/pool"
 	"github.com/sloserve/sloserve/internal/experiment/tune"
 	"github.com/sloserve/sloserve/internal/profile"
 	"github.com/sloserve/sloserve/internal/sim"
@@ -36,6 +38,7 @@ type simFlags struct {
 	setting, dataDir              string
 	servers                       int
 	meanRPS                       float64 // requests/s
+	cpuProfile                    string  // write a CPU profile of the run to this file
 }
 
 // simOptions is one validated replay: the engine's config, catalog and model, the scaled trace,
@@ -65,6 +68,13 @@ func runSim(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if f.setting != "" {
 		s, err := f.settingOptions()
 		if err != nil {
@@ -77,7 +87,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	}
 	if f.scoreboard {
 		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 || f.tuningPath != "" {
-			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache and --json")
+			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache, --cpuprofile and --json")
 		}
 		return runScoreboard(ctx, e, f)
 	}
@@ -122,6 +132,7 @@ func parseSimFlags(args []string) (simFlags, error) {
 	fs.StringVar(&f.dataDir, "data", "../shared/data", "--setting: shared data `dir` (profiles/, traces/, ensembles/, prices/)")
 	fs.IntVar(&f.servers, "servers", 0, "--setting infless: cluster servers of 16 threads + 1 GPU (default 1024)")
 	fs.Float64Var(&f.meanRPS, "mean-rps", 0, "--setting cocktail: scale the trace sample to this mean rate (default 50)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this `file` (go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
 		return simFlags{}, err
 	}
@@ -409,7 +420,7 @@ func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
 
 // runScoreboard is `sloserve sim --scoreboard` (docs/scoreboard.md).
 func runScoreboard(ctx context.Context, e env, f simFlags) error {
-	c := experiment.ScoreboardConfig{Root: ".", Duration: f.duration, Seed: f.seed, Cache: openCache(f.noCache)}
+	c := experiment.ScoreboardConfig{Root: ".", Duration: f.duration, Seed: f.seed, Cache: openCache(f.noCache), Pool: pool.New(0)}
 	if f.traceDirs == "" {
 		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
 	} else {
@@ -454,4 +465,17 @@ func runScoreboard(ctx context.Context, e env, f simFlags) error {
 		fmt.Fprintln(e.stdout, "- "+v)
 	}
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into path (--cpuprofile); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("sim: --cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("sim: --cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }

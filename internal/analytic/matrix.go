@@ -79,39 +79,90 @@ func identity(n int) []float64 {
 	return id
 }
 
-// matMul sets dst (r×c) = a (r×k) · b (k×c); dst must not alias a or b.
+// matMul sets dst (r×c) = a (r×k) · b (k×c); dst must not alias a or b. With many rows it
+// first finds b's non-zero column span per row (cheap next to the product) and skips the rest.
 func matMul(dst, a, b []float64, r, k, c int) {
+	if r >= 8 {
+		matMulSpan(dst, a, b, r, k, c, spans(b, k, c))
+		return
+	}
+	matMulSpan(dst, a, b, r, k, c, span{})
+}
+
+// span is the non-zero column range [lo[l], hi[l]) of each row l of a k×c matrix; the zero span
+// means every column. The generators of this package and their exponentials are block
+// upper-triangular (the buffer's level only goes up), so most rows start late and the
+// products skip about half their terms (issue #17, the scoreboard's hot path by pprof).
+type span struct{ lo, hi []int32 }
+
+// spans returns b's non-zero column span per row.
+func spans(b []float64, k, c int) span {
+	s := span{lo: make([]int32, k), hi: make([]int32, k)}
+	s.find(b, k, c)
+	return s
+}
+
+// find sets s (k rows long) to b's non-zero column spans.
+func (s span) find(b []float64, k, c int) {
+	for l := 0; l < k; l++ {
+		row := b[l*c : (l+1)*c]
+		lo, hi := 0, c
+		for lo < c && row[lo] == 0 {
+			lo++
+		}
+		for hi > lo && row[hi-1] == 0 {
+			hi--
+		}
+		s.lo[l], s.hi[l] = int32(lo), int32(hi)
+	}
+}
+
+// cols returns row l's column range under s (every column for the zero span).
+func (s span) cols(l, c int) (int, int) {
+	if s.lo == nil {
+		return 0, c
+	}
+	return int(s.lo[l]), int(s.hi[l])
+}
+
+// matMulSpan is matMul with b's non-zero spans given. It adds the same terms in the same order
+// as the dense product and drops only exact zeros (x + v·0 = x for finite v, and no sum here is
+// −0), so the result is bit-identical.
+func matMulSpan(dst, a, b []float64, r, k, c int, s span) {
 	for i := 0; i < r; i++ {
 		row := dst[i*c : (i+1)*c]
-		for j := range row {
-			row[j] = 0
-		}
+		clear(row)
 		for l := 0; l < k; l++ {
 			v := a[i*k+l]
 			if v == 0 {
 				continue
 			}
-			bl := b[l*c : (l+1)*c]
+			lo, hi := s.cols(l, c)
+			bl := b[l*c+lo : l*c+hi]
+			out := row[lo:hi]
 			for j, x := range bl {
-				row[j] += v * x
+				out[j] += v * x
 			}
 		}
 	}
 }
 
 // vecMat sets dst (length c) = x (length k) · b (k×c); dst must not alias x.
-func vecMat(dst, x, b []float64, k, c int) {
-	for j := range dst[:c] {
-		dst[j] = 0
-	}
+func vecMat(dst, x, b []float64, k, c int) { vecMatSpan(dst, x, b, k, c, span{}) }
+
+// vecMatSpan is vecMat with b's non-zero spans given (bit-identical, as matMulSpan).
+func vecMatSpan(dst, x, b []float64, k, c int, s span) {
+	clear(dst[:c])
 	for l := 0; l < k; l++ {
 		v := x[l]
 		if v == 0 {
 			continue
 		}
-		bl := b[l*c : (l+1)*c]
+		lo, hi := s.cols(l, c)
+		bl := b[l*c+lo : l*c+hi]
+		out := dst[lo:hi]
 		for j, y := range bl {
-			dst[j] += v * y
+			out[j] += v * y
 		}
 	}
 }

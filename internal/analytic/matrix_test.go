@@ -87,3 +87,42 @@ func TestPoissonBatchPMFIsEq7(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulSpanBitIdentical: skipping the zero spans of a block upper-triangular factor gives
+// exactly the dense product's bits (the same terms, the same order).
+func TestMatMulSpanBitIdentical(t *testing.T) {
+	const r, k, c = 9, 12, 10
+	a, b := make([]float64, r*k), make([]float64, k*c)
+	for i := range a {
+		a[i] = float64((i*37)%11) / 7
+	}
+	for l := 0; l < k; l++ {
+		for j := l * c / k; j < c-l%3; j++ {
+			b[l*c+j] = float64((l*13+j*7)%17) / 3.3
+		}
+	}
+	want := make([]float64, r*c)
+	for i := 0; i < r; i++ {
+		for l := 0; l < k; l++ {
+			for j := 0; j < c; j++ {
+				want[i*c+j] += a[i*k+l] * b[l*c+j]
+			}
+		}
+	}
+	for _, rows := range []int{r, 2} {
+		got := make([]float64, rows*c)
+		matMul(got, a, b, rows, k, c)
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%d rows: [%d] = %v, dense %v", rows, i, got[i], want[i])
+			}
+		}
+	}
+	got := make([]float64, c)
+	vecMatSpan(got, a[:k], b, k, c, spans(b, k, c))
+	for j := range got {
+		if math.Float64bits(got[j]) != math.Float64bits(want[j]) {
+			t.Fatalf("vecMatSpan [%d] = %v, dense %v", j, got[j], want[j])
+		}
+	}
+}

@@ -18,7 +18,6 @@ import (
 // tuned Lambda costs 1.5–3.5× as much (the paper-default rows, both at 3008 MB, are printed
 // beside them).
 func TestBatchVsTunedLambda(t *testing.T) {
-	t.Parallel()
 	f, err := os.Open("../../testdata/fixture/profiles/batch-lambda-polynomials.json")
 	if err != nil {
 		t.Fatal(err)

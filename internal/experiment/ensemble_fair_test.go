@@ -20,7 +20,6 @@ import (
 // InFaaS on the same spot market is cheaper than Cocktail and meets the accuracy target less
 // often.
 func TestCocktailFairClipper(t *testing.T) {
-	t.Parallel()
 	data, err := simens.LoadCocktailData(fixture)
 	if err != nil {
 		t.Fatal(err)

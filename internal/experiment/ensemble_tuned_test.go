@@ -18,7 +18,6 @@ import (
 // cost there (measured 0.81×). It fails when the knobs are not applied (the tuned row would
 // equal the default) or the tuner picks a dearer candidate.
 func TestEnsembleTunedBaselines(t *testing.T) {
-	t.Parallel()
 	data, err := simens.LoadCocktailData(fixture)
 	if err != nil {
 		t.Fatal(err)

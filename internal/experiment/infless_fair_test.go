@@ -19,7 +19,6 @@ import (
 // It fails when uniform picks its worst configuration, keeps instances 10× too long, when INFless
 // plans without its +10 % offset or lends slower configurations (docs/infless.md).
 func TestInflessFairGain(t *testing.T) {
-	t.Parallel()
 	profiles, traces := fixtureINFless()
 	runs, err := InflessFair(context.Background(), profiles, traces, "made-up", 0, 10*time.Minute, 200, 0)
 	if err != nil {

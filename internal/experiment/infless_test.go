@@ -74,7 +74,6 @@ func TestInflessLoadRowsAndRatios(t *testing.T) {
 // and sloserve's cluster policy meet every function's 95 % target — each function's attainment is
 // in the aggregate's extra (per_function.*) — on the fixture's burst traces at 400 rps.
 func TestInflessEveryFunctionMeetsTargetWithPredictionError(t *testing.T) {
-	t.Parallel()
 	profiles, traces := fixtureINFless()
 	for _, name := range []string{"infless", "sloserve", "infless-exact"} {
 		p, err := sim.NewClusterPolicy(name)

@@ -37,6 +37,8 @@ type Options struct {
 	Seed uint64
 	// Progress, when set, gets a line now and then (stderr).
 	Progress io.Writer
+	// Pool runs independent runs (the scoreboard's; ScoreboardConfig.Pool); nil: one at a time.
+	Pool func(ctx context.Context, n int, do func(i int))
 }
 
 // root returns p relative to the repository root.

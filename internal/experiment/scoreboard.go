@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -68,8 +67,9 @@ type ScoreboardConfig struct {
 	Duration time.Duration
 	// Seed overrides every setting's seed when non-zero.
 	Seed uint64
-	// Workers is how many runs go at once (default GOMAXPROCS).
-	Workers int
+	// Pool runs the scoreboard's independent runs, do(0 … n−1) (pool.New: on several
+	// goroutines); nil runs them one at a time, in order, on the caller's goroutine.
+	Pool func(ctx context.Context, n int, do func(i int))
 	// Cache keeps runs across invocations (nil: none).
 	Cache *tune.Cache
 	// Progress, when set, is told about each run as it starts (from any worker, one at a time).
@@ -160,7 +160,7 @@ func ScoreTraces(dirs []string) (names, paths []string, err error) {
 // RunScoreboard runs every policy, every tuned baseline and the oracle on the evaluation part
 // of every trace under every setting (tuned baselines searched on the tuning part first) and
 // returns the entries in (setting, trace, row) order, with notes for what it skipped. Runs are
-// independent and go on c.Workers goroutines. It stops with ctx's error.
+// independent and go on c.Pool. It stops with ctx's error.
 func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []ScoreNote, error) {
 	jobs, notes, err := planScoreboard(c)
 	if err != nil {
@@ -174,7 +174,12 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 			mu.Unlock()
 		}
 	}
-	runPool(ctx, c.Workers, len(jobs), func(i int) { progress(jobs[i]); jobs[i].do(ctx) })
+	run := c.Pool
+	if run == nil {
+		run = inline
+	}
+	order := longestFirst(jobs) // the output keeps plan order
+	run(ctx, len(jobs), func(k int) { j := jobs[order[k]]; progress(j); j.do(ctx) })
 	if err := ctx.Err(); err != nil {
 		return nil, notes, err
 	}
@@ -194,27 +199,11 @@ func RunScoreboard(ctx context.Context, c ScoreboardConfig) ([]ScoreEntry, []Sco
 	return out, notes, nil
 }
 
-// runPool calls do(0 … n−1) on workers goroutines (default GOMAXPROCS) and waits for them.
-func runPool(ctx context.Context, workers, n int, do func(i int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				do(i)
-			}
-		}()
-	}
+// inline calls do(0 … n−1) in order on the caller's goroutine until ctx is done.
+func inline(ctx context.Context, n int, do func(i int)) {
 	for i := 0; i < n && ctx.Err() == nil; i++ {
-		next <- i
+		do(i)
 	}
-	close(next)
-	wg.Wait()
 }
 
 // scaleTrace rescales a rate series to peak at maxRPS and cuts it to d.
@@ -356,7 +345,7 @@ func init() {
 // scoreboardExperiment prints docs/scoreboard.md's table, the verdicts and what it skipped.
 func scoreboardExperiment(ctx context.Context, o Options, w io.Writer) error {
 	c := ScoreboardConfig{Root: o.Root, TraceDirs: []string{o.root("testdata/traces"), o.data("traces")},
-		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed}
+		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed, Pool: o.Pool}
 	if o.Duration > 0 {
 		c.Duration = o.Duration
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // evaluation run) or the oracle, on one trace under one setting.
 type scoreJob struct {
 	setting, trace, row string
-	group               int // (setting, trace) index: rows are ranked within a group
+	group               int     // (setting, trace) index: rows are ranked within a group
+	weight              float64 // expected simulated requests: the longest jobs start first
 	run                 func(ctx context.Context) (ScoreEntry, error)
 	entry               ScoreEntry
 	note                *ScoreNote
@@ -177,10 +179,12 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 	}
 	var jobs []*scoreJob
 	for _, p := range policies {
-		jobs = append(jobs, job(p, func(ctx context.Context) (ScoreEntry, error) {
+		j := job(p, func(ctx context.Context) (ScoreEntry, error) {
 			s, err := w.RunPolicy(ctx, p, nil, eval, parts[1], sim.Load(eval), 0)
 			return ScoreEntry{Summary: s}, err
-		}))
+		})
+		j.weight = eval.Expected()
+		jobs = append(jobs, j)
 	}
 	for _, b := range tuned {
 		jobs = append(jobs, job(b.Name, func(ctx context.Context) (ScoreEntry, error) {
@@ -191,6 +195,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 			return ScoreEntry{Summary: r.Summary, Tuned: &TunedInfo{Options: r.Search.Options, Attainment: r.Search.Tuning.Attainment,
 				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs}}, nil
 		}))
+		jobs[len(jobs)-1].weight = eval.Expected() + tunedRunsGuess*tuning.Expected()
 	}
 	jobs = append(jobs, job(OraclePolicy, func(context.Context) (ScoreEntry, error) {
 		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), eval.Arrivals(w.Config.Seed))
@@ -203,6 +208,21 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 		return ScoreEntry{Summary: s}, nil
 	}))
 	return jobs, nil
+}
+
+// tunedRunsGuess is about how many tuning-part runs a tuned baseline's search takes (3–15), to
+// start the long searches first.
+const tunedRunsGuess = 8
+
+// longestFirst returns the jobs' indices by weight, heaviest first (ties in plan order): on a
+// few workers the last job to start then is a short one, not a tuner's week-long search.
+func longestFirst(jobs []*scoreJob) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return jobs[order[a]].weight > jobs[order[b]].weight })
+	return order
 }
 
 // FileDigest returns a short digest of a file's contents (cache keys).

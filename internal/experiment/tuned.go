@@ -165,12 +165,24 @@ func (w World) decoder(policy string, o tune.Options) func(any) error {
 // is what the policy is told of the traffic (its Env.Load). budget > 0 aborts the run once more
 // requests missed (sim.ErrMissBudget). Results are cached by (policy, options, world, part).
 func (w World) RunPolicy(ctx context.Context, policy string, o tune.Options, tr *trace.Trace, part TracePart, load sim.LoadStats, budget int64) (slo.Summary, error) {
+	return w.runPolicy(ctx, policy, o, tr, part, load, budget, 0)
+}
+
+// runPolicy is RunPolicy with a cost cap: costCap > 0 aborts the run once its bill passes it
+// (sim.ErrCostBudget).
+func (w World) runPolicy(ctx context.Context, policy string, o tune.Options, tr *trace.Trace, part TracePart, load sim.LoadStats, budget int64, costCap float64) (slo.Summary, error) {
 	key := strings.Join([]string{"run", policy, o.Key(), w.Key, fmt.Sprintf("%s[%v,%v)", part.Part, part.From, part.To),
 		fmt.Sprintf("%.6g/%.6g", load.MeanRPS, load.PeakRPS), fmt.Sprint(budget)}, "|")
+	if costCap > 0 {
+		key += fmt.Sprintf("|cap %v", costCap)
+	}
 	var c cachedRun
 	if w.Cache.Get(key, &c) {
-		if c.Aborted {
+		switch {
+		case c.Aborted:
 			return slo.Summary{}, sim.ErrMissBudget
+		case c.Dear:
+			return slo.Summary{}, sim.ErrCostBudget
 		}
 		return c.Summary, nil
 	}
@@ -181,10 +193,14 @@ func (w World) RunPolicy(ctx context.Context, policy string, o tune.Options, tr 
 	}
 	cfg := w.Config
 	cfg.Epoch = cfg.Epoch.Add(part.From)
-	cfg.MissBudget = budget
+	cfg.MissBudget, cfg.CostBudget = budget, costCap*(1+1e-9) // a hair over: summation order never aborts a tie
 	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, tr.Arrivals(cfg.Seed))
-	if errors.Is(err, sim.ErrMissBudget) {
+	switch {
+	case errors.Is(err, sim.ErrMissBudget):
 		w.Cache.Put(key, cachedRun{Aborted: true})
+		return slo.Summary{}, err
+	case errors.Is(err, sim.ErrCostBudget):
+		w.Cache.Put(key, cachedRun{Dear: true})
 		return slo.Summary{}, err
 	}
 	if err != nil {
@@ -198,6 +214,7 @@ func (w World) RunPolicy(ctx context.Context, policy string, o tune.Options, tr 
 type cachedRun struct {
 	Summary slo.Summary `json:"summary"`
 	Aborted bool        `json:"aborted,omitempty"`
+	Dear    bool        `json:"dear,omitempty"` // stopped at its cost cap
 }
 
 // missBudget is the early stop of a tuning run on tr: (1 − target) of its expected requests,
@@ -218,17 +235,22 @@ type TunedRun struct {
 func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trace.Trace, tp, ep TracePart) (TunedRun, error) {
 	load := sim.Load(tuning)
 	budget := missBudget(tuning, w.Config.SLO.Target)
-	run := func(ctx context.Context, o tune.Options, _ tune.Part, target float64) (tune.Outcome, error) {
-		s, err := w.RunPolicy(ctx, b.Policy, o, tuning, tp, load, budget)
-		if errors.Is(err, sim.ErrMissBudget) {
+	capped := func(ctx context.Context, o tune.Options, _ tune.Part, target, costCap float64) (tune.Outcome, error) {
+		s, err := w.runPolicy(ctx, b.Policy, o, tuning, tp, load, budget, costCap)
+		switch {
+		case errors.Is(err, sim.ErrMissBudget):
 			return tune.Outcome{Aborted: true}, nil
-		}
-		if err != nil {
+		case errors.Is(err, sim.ErrCostBudget):
+			return tune.Outcome{Dear: true}, nil
+		case err != nil:
 			return tune.Outcome{}, err
 		}
 		return tune.Outcome{Attainment: s.SLOAttainment, Cost: s.CostUSD.Total}, nil
 	}
-	r, err := tune.Search(ctx, tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, Descent: true,
+	run := func(ctx context.Context, o tune.Options, p tune.Part, target float64) (tune.Outcome, error) {
+		return capped(ctx, o, p, target, 0)
+	}
+	r, err := tune.Search(ctx, tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, RunCapped: capped, Descent: true,
 		Target: w.Config.SLO.Target, Trace: w.Key}) // RunPolicy caches the runs
 	if err != nil {
 		return TunedRun{}, err

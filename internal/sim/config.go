@@ -30,6 +30,9 @@ const (
 // ErrMissBudget is Run's error when more requests than Config.MissBudget missed the SLO.
 var ErrMissBudget = errors.New("sim: miss budget exceeded")
 
+// ErrCostBudget is Run's error when the bill passed Config.CostBudget.
+var ErrCostBudget = errors.New("sim: cost budget exceeded")
+
 // DefaultEpoch is the virtual wall-clock time at which runs start (the Twitter trace's day).
 var DefaultEpoch = time.Date(2017, 5, 25, 0, 0, 0, 0, time.UTC)
 
@@ -68,6 +71,10 @@ type Config struct {
 	// than this many requests missed the SLO (late, failed or rejected): a tuner's candidate
 	// that can no longer meet the SLO stops early (issue #17).
 	MissBudget int64
+	// CostBudget, when > 0, stops the run with ErrCostBudget at the first load sample after
+	// the bill so far (a lower bound of the final one) exceeds it: a tuner's candidate that can
+	// no longer be the cheapest stops early (issue #17, docs/scoreboard.md "Speed").
+	CostBudget float64
 	// Progress, when set, is called now and then with the virtual time reached.
 	Progress func(reached time.Duration)
 }
@@ -104,6 +111,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sim.series_period: must be ≥ 0, got %v", c.SeriesPeriod)
 	case c.MissBudget < 0:
 		return fmt.Errorf("sim.miss_budget: must be ≥ 0, got %d", c.MissBudget)
+	case !(c.CostBudget >= 0) || math.IsInf(c.CostBudget, 0):
+		return fmt.Errorf("sim.cost_budget: must be finite and ≥ 0, got %v", c.CostBudget)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("sim.request_timeout: must be > 0, got %v", c.RequestTimeout)
 	}

@@ -49,3 +49,40 @@ func TestMissBudget(t *testing.T) {
 		t.Error("MissBudget −1: Validate passed, want an error")
 	}
 }
+
+// TestCostBudget: a VM fleet's run stops with ErrCostBudget once its bill so far passes the
+// budget (half its full bill here), and completes unchanged with a budget above its bill.
+func TestCostBudget(t *testing.T) {
+	cat := cost.DefaultCatalog()
+	cfg := DefaultConfig()
+	env := Env{Catalog: &cat, Model: DefaultModel(), SLO: cfg.SLO, Load: LoadStats{MeanRPS: 20, PeakRPS: 20}}
+	run := func(budget float64) (*Result, error) {
+		p, err := New("fixed", env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.CostBudget = budget
+		return Run(context.Background(), c, &cat, env.Model, p, newPoisson(20, 3000, 3))
+	}
+	full, err := run(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bill := full.Summary.CostUSD.Total
+	if bill <= 0 {
+		t.Fatalf("the fleet's bill is %v; the test needs > 0", bill)
+	}
+	if _, err := run(bill / 2); !errors.Is(err, ErrCostBudget) {
+		t.Fatalf("budget %v (half the bill %v): error %v, want ErrCostBudget", bill/2, bill, err)
+	}
+	again, err := run(bill * 1.01)
+	if err != nil || again.Summary.CostUSD.Total != bill || again.Summary.SLOAttainment != full.Summary.SLOAttainment {
+		t.Errorf("budget above the bill: %v, cost %v (want %v), want the same run", err, again.Summary.CostUSD.Total, bill)
+	}
+	bad := cfg
+	bad.CostBudget = -1
+	if err := bad.Validate(); err == nil {
+		t.Error("CostBudget −1: Validate passed, want an error")
+	}
+}

@@ -79,12 +79,19 @@ type Outcome struct {
 	// Aborted reports that the run stopped early once its misses exceeded the SLO's budget: it
 	// cannot meet the SLO, and Attainment and Cost are partial.
 	Aborted bool `json:"aborted,omitempty"`
+	// Dear reports that the run stopped early once its bill passed the cost cap it was given
+	// (RunCapped): it cannot be the cheapest; whether it met the target is unknown.
+	Dear bool `json:"dear,omitempty"`
 }
 
 // Run runs the policy with the given options (the tuned knobs only; the caller's base options
 // stay under them) on part of the trace. target is the SLO's attainment target, for the early
 // stop: a run may abort once more than (1 − target) of the part's requests missed.
 type Run func(ctx context.Context, o Options, part Part, target float64) (Outcome, error)
+
+// RunCapped is Run with a cost cap: the run may stop (Outcome.Dear) once its bill exceeds
+// costCap.
+type RunCapped func(ctx context.Context, o Options, part Part, target, costCap float64) (Outcome, error)
 
 // Problem is one search: a policy's knobs on one trace under one SLO.
 type Problem struct {
@@ -96,6 +103,11 @@ type Problem struct {
 	Fixed Options
 	// Run runs one candidate.
 	Run Run
+	// RunCapped, when set, runs the candidates whose outcome can only matter if they are
+	// cheaper than the best so far: the last probe of a bisection once a candidate met the
+	// target (the probe's side no longer steers the search, so the answer is the one the
+	// uncapped search gives). Others go to Run.
+	RunCapped RunCapped
 	// Target is the SLO's attainment target on the tuning part.
 	Target float64
 	// Trace identifies the trace, setting, part bounds and seed in the cache key.
@@ -184,7 +196,7 @@ func (s *search) bisect(ctx context.Context, combo Options) error {
 	lo, hi := 0, len(vals)-1
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		met, err := s.try(ctx, combo, vals[mid])
+		met, err := s.try(ctx, combo, vals[mid], lo == hi)
 		if err != nil {
 			return err
 		}
@@ -197,8 +209,9 @@ func (s *search) bisect(ctx context.Context, combo Options) error {
 	return nil
 }
 
-// try runs one candidate and keeps it when it is the best so far.
-func (s *search) try(ctx context.Context, combo Options, first any) (bool, error) {
+// try runs one candidate and keeps it when it is the best so far; last says that whether it
+// meets the target no longer steers the search (the last probe of a bisection).
+func (s *search) try(ctx context.Context, combo Options, first any, last bool) (bool, error) {
 	o := maps.Clone(s.p.Fixed)
 	if o == nil {
 		o = Options{}
@@ -206,10 +219,19 @@ func (s *search) try(ctx context.Context, combo Options, first any) (bool, error
 	maps.Copy(o, combo)
 	o[s.p.Knobs[0].Path] = first
 	key := strings.Join([]string{s.p.Policy, o.Key(), s.p.Trace, fmt.Sprint(s.p.Target)}, "|")
+	capped := last && s.best.Met && s.p.RunCapped != nil
+	if capped {
+		key += fmt.Sprintf("|cap %v", s.best.Tuning.Cost)
+	}
 	var out Outcome
 	if !s.p.Cache.Get(key, &out) {
 		var err error
-		if out, err = s.p.Run(ctx, o, Tuning, s.p.Target); err != nil {
+		if capped {
+			out, err = s.p.RunCapped(ctx, o, Tuning, s.p.Target, s.best.Tuning.Cost)
+		} else {
+			out, err = s.p.Run(ctx, o, Tuning, s.p.Target)
+		}
+		if err != nil {
 			return false, fmt.Errorf("tune %s %s: %w", s.p.Policy, o.Key(), err)
 		}
 		s.p.Cache.Put(key, out)
@@ -217,7 +239,7 @@ func (s *search) try(ctx context.Context, combo Options, first any) (bool, error
 		s.best.Cached++
 	}
 	s.best.Runs++
-	met := !out.Aborted && out.Attainment >= s.p.Target
+	met := !out.Aborted && !out.Dear && out.Attainment >= s.p.Target
 	b := &s.best
 	switch {
 	case met && (!b.Met || out.Cost < b.Tuning.Cost):

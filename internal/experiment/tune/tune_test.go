@@ -92,3 +92,58 @@ func TestNest(t *testing.T) {
 		t.Errorf("nest: %v", n)
 	}
 }
+
+// TestSearchCostCapSameAnswer: with RunCapped the search returns the same options, outcome and
+// run count as without it (non-monotone attainment included), and only a bisection's last
+// probes, after some candidate met the target, are capped — at the best cost so far.
+func TestSearchCostCapSameAnswer(t *testing.T) {
+	eval := func(o Options) Outcome {
+		x := o["target"].(float64)
+		cd := o["cool_down"].(int)
+		att := 1 - 0.01*x - 0.002*float64(cd)
+		if x == 2.5 {
+			att -= 0.02 // a dip: the attainment is not monotone along the first knob
+		}
+		return Outcome{Attainment: att, Cost: 10/x + 0.3*float64(cd)}
+	}
+	run := func(_ context.Context, o Options, _ Part, _ float64) (Outcome, error) { return eval(o), nil }
+	var capped, dear int
+	var best float64
+	runCapped := func(_ context.Context, o Options, _ Part, _, costCap float64) (Outcome, error) {
+		capped++
+		out := eval(o)
+		if costCap < best-1e-12 {
+			t.Errorf("cap %v below the search's best cost %v: a cap is a cost some candidate met at", costCap, best)
+		}
+		if out.Cost > costCap {
+			dear++
+			return Outcome{Dear: true}, nil
+		}
+		return out, nil
+	}
+	var vals []any
+	for x := 0.5; x <= 8; x += 0.5 {
+		vals = append(vals, x)
+	}
+	for _, descent := range []bool{false, true} {
+		p := Problem{Policy: "toy", Knobs: []Knob{{Path: "target", Values: vals}, {Path: "cool_down", Values: []any{0, 1, 5}}},
+			Run: run, Target: 0.97, Trace: "t", Descent: descent}
+		want, err := Search(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		best = want.Tuning.Cost
+		p.RunCapped = runCapped
+		capped, dear = 0, 0
+		got, err := Search(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Options.Key() != want.Options.Key() || got.Tuning != want.Tuning || got.Met != want.Met || got.Runs != want.Runs {
+			t.Errorf("descent %v: capped search %+v, want %+v", descent, got, want)
+		}
+		if capped == 0 || dear == 0 {
+			t.Errorf("descent %v: %d capped runs, %d stopped dear; want some of each", descent, capped, dear)
+		}
+	}
+}
