@@ -271,15 +271,20 @@ func demoSummary(res load.Result, delta gateway.Stats, monkey *chaos.Monkey) slo
 		workPerReq = res.WorkSeconds / float64(s.Completed) * 1e6
 	}
 	s.Extra = map[string]float64{
-		"worker_busy_s":          res.WorkSeconds,
-		"work_us_per_request":    workPerReq,
-		"batches":                float64(delta.Batches),
-		"client_late_sends":      float64(res.Late),
-		"offered_rps":            float64(s.Requests) / s.DurationS,
-		"rejected_429":           float64(res.Codes[429]),
-		"timed_out_504":          float64(res.Codes[504]),
-		"backend_failed_502_503": float64(res.Codes[502] + res.Codes[503]),
-		"no_answer":              float64(res.Codes[0]),
+		"worker_busy_s":                res.WorkSeconds,
+		"work_us_per_request":          workPerReq,
+		"batches":                      float64(delta.Batches),
+		"client_late_sends":            float64(res.Late),
+		"client_lateness_p50_ms":       ms(res.LateP50),
+		"client_lateness_p99_ms":       ms(res.LateP99),
+		"client_lateness_max_ms":       ms(res.LateMax),
+		"slo_attainment_from_schedule": res.ScheduledAttainment,
+		"wire_p99_ms":                  ms(res.WireP99),
+		"offered_rps":                  float64(s.Requests) / s.DurationS,
+		"rejected_429":                 float64(res.Codes[429]),
+		"timed_out_504":                float64(res.Codes[504]),
+		"backend_failed_502_503":       float64(res.Codes[502] + res.Codes[503]),
+		"no_answer":                    float64(res.Codes[0]),
 	}
 	if monkey != nil {
 		c := monkey.Counts()
@@ -289,6 +294,9 @@ func demoSummary(res load.Result, delta gateway.Stats, monkey *chaos.Monkey) slo
 	}
 	return s
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // printDemo prints the demo's result: the Summary as JSON, or the instance timeline and scaling
 // decisions (with a controller) and the Summary table.
@@ -325,6 +333,10 @@ func printSummary(w io.Writer, s slo.Summary) {
 	if _, ok := s.Extra["chaos_kills"]; ok {
 		fmt.Fprintf(tw, "chaos\t%.0f kills, %.0f hangs, %.0f slow periods; %.0f requests without an answer\n",
 			s.Extra["chaos_kills"], s.Extra["chaos_hangs"], s.Extra["chaos_slows"], s.Extra["no_answer"])
+	}
+	if v, ok := s.Extra["client_late_sends"]; ok {
+		fmt.Fprintf(tw, "load generator\t%.0f sends late (lateness p99 %.1f ms, max %.1f ms; attainment counted from the schedule %.4f)\n",
+			v, s.Extra["client_lateness_p99_ms"], s.Extra["client_lateness_max_ms"], s.Extra["slo_attainment_from_schedule"])
 	}
 	if v, ok := s.Extra["work_us_per_request"]; ok {
 		fmt.Fprintf(tw, "worker work per request\t%.1f µs (worker busy %.2f s in all)\n", v, s.Extra["worker_busy_s"])

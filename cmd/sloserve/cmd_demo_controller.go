@@ -112,6 +112,9 @@ func fillFunctions(s *slo.Summary, st *app.Stack, model string, before fnFigures
 	s.ColdStarts = a.ColdStarts - b.ColdStarts
 	s.Extra["spilled_to_functions"] = float64(after.counts.Spilled - before.counts.Spilled)
 	s.Extra["rejected_by_both_tiers"] = float64(after.counts.Rejected - before.counts.Rejected)
+	s.Extra["rejected_by_router"] = float64(after.counts.RejectedByRouter - before.counts.RejectedByRouter)
+	s.Extra["rejected_function_deadline"] = float64(after.counts.RejectedByDeadline - before.counts.RejectedByDeadline)
+	s.Extra["rejected_function_full"] = float64(after.counts.RejectedFull - before.counts.RejectedFull)
 	s.Extra["function_invocations"] = float64(a.Invocations - b.Invocations)
 	s.Extra["function_billed_gb_s"] = a.BilledGBSeconds - b.BilledGBSeconds
 	s.Extra["function_memory_mb"] = float64(a.MemoryMB)

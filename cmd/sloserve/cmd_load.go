@@ -70,6 +70,7 @@ func runLoad(ctx context.Context, args []string, e env) error {
 	}
 	s := res.Summary
 	s.Extra = map[string]float64{"worker_busy_s": res.WorkSeconds, "client_late_sends": float64(res.Late),
+		"client_lateness_p99_ms": ms(res.LateP99), "slo_attainment_from_schedule": res.ScheduledAttainment,
 		"wire_p50_ms": float64(res.WireP50.Microseconds()) / 1000, "wire_p99_ms": float64(res.WireP99.Microseconds()) / 1000}
 	if s.Completed > 0 {
 		s.Extra["work_us_per_request"] = res.WorkSeconds / float64(s.Completed) * 1e6

@@ -53,6 +53,7 @@ func parseValidateFlags(args []string) (o validate.Options, asJSON, verbose bool
 	sloMS := fs.Float64("slo-ms", float64(validate.DefaultSLO/time.Millisecond), "latency SLO threshold in `ms` (target 0.98)")
 	seed := fs.Uint64("seed", validate.DefaultSeed, "seed of the arrivals and the simulator")
 	serverless := fs.Bool("serverless", false, "also run the serverless tier on both sides (refused until the live providers have one, issue #16)")
+	liveRuns := fs.Int("live-runs", 1, "live replays of each policy × segment; with more, the live attainment's spread is printed (the live run's own noise)")
 	verboseFlag := fs.Bool("v", false, "log the stack's lifecycle events to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return o, false, false, err
@@ -68,12 +69,14 @@ func parseValidateFlags(args []string) (o validate.Options, asJSON, verbose bool
 		return o, false, false, usagef("validate: --max-instances must be ≥ 1, got %d", *maxInst)
 	case !(*workerRPS > 0):
 		return o, false, false, usagef("validate: --worker-rps must be > 0, got %v", *workerRPS)
+	case *liveRuns < 1 || *liveRuns > 10:
+		return o, false, false, usagef("validate: --live-runs must be in [1, 10], got %d", *liveRuns)
 	case *dur <= 0:
 		return o, false, false, usagef("validate: --duration must be > 0, got %v", *dur)
 	}
 	rt, lib := workerRuntime()
 	o = validate.Options{Model: *model, Policies: strings.Split(*policies, ","), Segments: segs, Wall: *dur,
-		WorkerRPS: *workerRPS, MaxInstances: *maxInst, Seed: *seed, Runtime: rt, ORTLib: lib, Serverless: *serverless,
+		WorkerRPS: *workerRPS, MaxInstances: *maxInst, Seed: *seed, Runtime: rt, ORTLib: lib, Serverless: *serverless, LiveRuns: *liveRuns,
 		SLO: slo.Spec{Threshold: time.Duration(*sloMS * float64(time.Millisecond)), Target: 0.98}}
 	if err := validate.Check(o); err != nil {
 		return o, false, false, usagef("%v", err)

@@ -21,6 +21,7 @@ func TestValidateUsageErrors(t *testing.T) {
 		{[]string{"--worker-rps", "-1"}, "--worker-rps"},
 		{[]string{"--slo-ms", "0"}, "--slo-ms"},
 		{[]string{"--serverless"}, "--serverless"},
+		{[]string{"--live-runs", "0"}, "--live-runs"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), append([]string{"validate"}, tc.args...), nil, &out, &errOut)

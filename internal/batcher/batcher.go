@@ -116,6 +116,8 @@ type flight struct {
 	hung     bool  // the instance did not answer the last attempt in time (no retry left)
 	alive    bool  // after a timeout, the instance still answered its health check: not benched
 	err      error // the answer for every request when a retry is not possible
+	// startDelay is what the backend waited before running the batch (ReportStartDelay).
+	startDelay time.Duration
 }
 
 // Retrying batches that could not reach their instance.
@@ -552,7 +554,9 @@ func (b *Batcher) send(f *flight) {
 	}
 	limit := attemptTimeout(f.canRetry, f.expect, b.spec.Threshold, b.timeout, latestDeadline(f.calls), f.dispatched)
 	ctx, cancel := context.WithTimeout(telemetry.CarryTrace(b.ctx, f.calls[0].ctx), limit) // the first request's trace continues at the worker
+	ctx, delay := withStartDelay(ctx)
 	resps, err := b.backend.Infer(ctx, f.inst.Addr, b.name, reqs)
+	f.startDelay = time.Duration(delay.Load())
 	hung := err != nil && ctx.Err() == context.DeadlineExceeded && b.ctx.Err() == nil
 	cancel()
 	f.completed = time.Now()
@@ -679,7 +683,7 @@ func (b *Batcher) complete(f *flight) {
 	switch {
 	case !f.failed:
 		f.inst.busyStreak = 0
-		b.est.observe(f.rows, f.completed.Sub(f.dispatched))
+		b.est.observe(f.rows, f.completed.Sub(f.dispatched)-f.startDelay) // the batch's own time (startdelay.go)
 		b.obs.Executed(f.rows, f.completed.Sub(f.dispatched), func(yield func(time.Duration) bool) {
 			for _, c := range f.calls {
 				if !yield(f.dispatched.Sub(c.arrival)) {

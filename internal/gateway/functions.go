@@ -63,6 +63,8 @@ type fnTier struct {
 	route              func(r policy.Request, v policy.TierView, now time.Time) policy.Route
 	spilled, served    atomic.Int64 // requests sent to the tier; answered by it without error
 	rejected, admitted atomic.Int64 // refused by both tiers; admitted by the VM queue
+	// why the refused were: the router, the function tier's deadline estimate, its full buffer
+	byRouter, byDeadline, byFull atomic.Int64
 }
 
 // FunctionCounts are a model's routing counters since its function tier was added.
@@ -70,6 +72,10 @@ type FunctionCounts struct {
 	// Spilled counts requests routed to the function tier, Served those it answered,
 	// Rejected those refused by both tiers (429), VM those the VM queue took.
 	Spilled, Served, Rejected, VM int64
+	// RejectedByRouter, RejectedByDeadline and RejectedFull split Rejected: the router refused
+	// (neither tier), the function tier estimated the answer after the deadline, its buffer was
+	// full.
+	RejectedByRouter, RejectedByDeadline, RejectedFull int64
 }
 
 // reasonFunctionTier is the verdict a spilled request joins the function tier's buffer with.
@@ -127,7 +133,8 @@ func (g *Gateway) FunctionCounts(model string) (FunctionCounts, bool) {
 	if t == nil {
 		return FunctionCounts{}, false
 	}
-	return FunctionCounts{Spilled: t.spilled.Load(), Served: t.served.Load(), Rejected: t.rejected.Load(), VM: t.admitted.Load()}, true
+	return FunctionCounts{Spilled: t.spilled.Load(), Served: t.served.Load(), Rejected: t.rejected.Load(), VM: t.admitted.Load(),
+		RejectedByRouter: t.byRouter.Load(), RejectedByDeadline: t.byDeadline.Load(), RejectedFull: t.byFull.Load()}, true
 }
 
 // FunctionControl runs f on the function tier's batcher goroutine, the owner of its buffer
@@ -157,14 +164,20 @@ func (t *fnTier) submit(ctx context.Context, b *served, req *oip.InferenceReques
 		t.spilled.Add(1)
 		in := t.admit(rows, timeout, arrival, now)
 		resp, err := t.b.SubmitVerdict(ctx, req, rows, bytes, arrival, timeout, &in)
-		if err == nil {
+		switch {
+		case err == nil:
 			t.served.Add(1)
-		} else if isRefusal(err) {
+		case errors.Is(err, ErrCannotMeetDeadline): // a refusal too: test it first
 			t.rejected.Add(1)
+			t.byDeadline.Add(1)
+		case isRefusal(err):
+			t.rejected.Add(1)
+			t.byFull.Add(1)
 		}
 		return resp, activatorRetry(err)
 	case policy.RouteReject:
 		t.rejected.Add(1)
+		t.byRouter.Add(1)
 		return nil, oip.WithRetryAfter(ErrCannotMeetDeadline, max(v.RetryAfter, time.Second))
 	}
 	t.admitted.Add(1)
@@ -217,7 +230,10 @@ type fnBackend struct {
 // Infer implements batcher.Backend: one invocation on a warm or cold-started instance.
 func (f fnBackend) Infer(ctx context.Context, _ string, model string, reqs []*oip.InferenceRequest) ([]*oip.InferenceResponse, error) {
 	var out []*oip.InferenceResponse
+	asked := time.Now()
 	err := f.inv.Invoke(ctx, model, f.mem, func(ctx context.Context, addr string) error {
+		// The wait for a free or cold-started instance is no cost of the batch (batcher.ReportStartDelay).
+		batcher.ReportStartDelay(ctx, time.Since(asked))
 		var err error
 		out, err = f.inner.Infer(ctx, addr, model, reqs)
 		return err

@@ -86,19 +86,27 @@ type Result struct {
 	WorkSeconds float64
 	// Codes counts answers per HTTP status code (0: no answer).
 	Codes map[int]int64
-	// Late counts requests sent more than 1 ms after their scheduled time (the generator could
-	// not keep up; their latency still counts from the scheduled time).
+	// Late counts requests sent more than 1 ms after their scheduled time: the generator could
+	// not keep up (a starved machine: late timers, goroutine start). Their latency counts from
+	// the actual send, as the server's clock does; the lateness is reported apart (LateP50…).
 	Late int64
+	// LateP50, LateP99 and LateMax are quantiles (nearest rank) over every sent request of its
+	// lateness: actual send − scheduled send (0 when on time).
+	LateP50, LateP99, LateMax time.Duration
+	// ScheduledAttainment is the SLO attainment had each latency been counted from its scheduled
+	// send instead (the generator's lateness counted against the server), for comparison.
+	ScheduledAttainment float64
 	// WireP50 and WireP99 are quantiles (nearest rank) over the 200 answers of the time from the
 	// request's headers being written to the answer's first byte: what the server and the network
 	// took, without the generator's own delays before sending (late timers, goroutine start,
-	// connection set-up) or after. The Summary's latencies count from the scheduled time.
+	// connection set-up) or after. The Summary's latencies count from the actual send.
 	WireP50, WireP99 time.Duration
 }
 
 // outcome is one request's result, sent to the collector.
 type outcome struct {
-	latency   time.Duration
+	latency   time.Duration // actual send → answer read
+	lateness  time.Duration // actual send − scheduled send
 	wire      time.Duration // headers written → first answer byte; 0 when unknown
 	code      int
 	batch     int
@@ -130,23 +138,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	url := cfg.Target + "/v2/models/" + cfg.Model + "/infer"
 	outs := make(chan outcome, 4096)
 	var (
-		res  = Result{Codes: map[int]int64{}}
-		rec  = slo.NewRecorder(cfg.SLO)
-		done = make(chan struct{})
+		res   = Result{Codes: map[int]int64{}}
+		rec   = slo.NewRecorder(cfg.SLO)
+		sched = slo.NewRecorder(cfg.SLO) // latencies from the scheduled send
+		done  = make(chan struct{})
 	)
 	var invBatch float64
 	var batched, correct, labelled int64
-	var wires []time.Duration
-	go func() { // the collector owns the recorder
+	var wires, lates []time.Duration
+	go func() { // the collector owns the recorders
 		defer close(done)
 		for o := range outs {
 			res.Codes[o.code]++
 			if o.late {
 				res.Late++
 			}
+			lates = append(lates, o.lateness)
 			switch {
 			case o.code == http.StatusOK:
 				rec.Completed(o.latency, slo.TierVM)
+				sched.Completed(o.latency+o.lateness, slo.TierVM)
 				if o.wire > 0 {
 					wires = append(wires, o.wire)
 				}
@@ -163,8 +174,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 			case o.code == http.StatusTooManyRequests:
 				rec.Rejected()
+				sched.Rejected()
 			default:
 				rec.Failed()
+				sched.Failed()
 			}
 		}
 	}()
@@ -198,7 +211,7 @@ schedule:
 		select {
 		case sem <- struct{}{}:
 		default:
-			outs <- outcome{code: 0, late: true}
+			outs <- outcome{code: 0, late: true, lateness: max(time.Since(due), 0)}
 			continue
 		}
 		wg.Add(1)
@@ -217,6 +230,8 @@ schedule:
 	}
 	res.Summary = rec.Summary(cfg.Policy, cfg.Trace, elapsed)
 	res.WireP50, res.WireP99 = nearestRank(wires, 50), nearestRank(wires, 99)
+	res.LateP50, res.LateP99, res.LateMax = nearestRank(lates, 50), nearestRank(lates, 99), nearestRank(lates, 100)
+	res.ScheduledAttainment = sched.Summary(cfg.Policy, cfg.Trace, elapsed).SLOAttainment
 	if batched > 0 {
 		res.Summary.MeanBatchSize = float64(batched) / invBatch
 	}
@@ -236,15 +251,20 @@ func nearestRank(xs []time.Duration, p int) time.Duration {
 	return xs[max(0, (p*len(xs)+99)/100-1)]
 }
 
-// send posts one request due at due and measures its latency from due.
+// send posts one request scheduled at due and measures its latency from its actual send (now,
+// when the request is handed to the client: the clock a server starts when it receives it), and
+// its lateness (actual − scheduled send) apart. Timing from the schedule would count a starved
+// generator's own delays against the server.
 func send(ctx context.Context, c *http.Client, url string, p Payload, due time.Time, timeout time.Duration) outcome {
-	o := outcome{label: p.Label, predicted: -1, late: time.Since(due) > time.Millisecond}
-	ctx, cancel := context.WithDeadline(ctx, due.Add(timeout))
+	start := time.Now()
+	o := outcome{label: p.Label, predicted: -1, lateness: max(start.Sub(due), 0)}
+	o.late = o.lateness > time.Millisecond
+	ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
 	defer cancel()
-	var wrote, first atomic.Int64 // ns since due; set by the transport's goroutines
+	var wrote, first atomic.Int64 // ns since start; set by the transport's goroutines
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteHeaders:         func() { wrote.Store(int64(time.Since(due))) },
-		GotFirstResponseByte: func() { first.Store(int64(time.Since(due))) },
+		WroteHeaders:         func() { wrote.Store(int64(time.Since(start))) },
+		GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(p.Body))
 	if err != nil {
@@ -256,12 +276,12 @@ func send(ctx context.Context, c *http.Client, url string, p Payload, due time.T
 		o.wire = time.Duration(f - w)
 	}
 	if err != nil {
-		o.latency = time.Since(due)
+		o.latency = time.Since(start)
 		return o
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	o.latency = time.Since(due)
+	o.latency = time.Since(start)
 	if err != nil {
 		return o
 	}

@@ -157,3 +157,42 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestSendTimesFromActualSend: a request sent 300 ms after its scheduled time (a starved
+// generator) is timed from its actual send — the server answers at once — and its lateness is
+// reported apart; counted from the schedule it would miss a 100 ms SLO the server met.
+func TestSendTimesFromActualSend(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w, 1) }))
+	defer s.Close()
+	due := time.Now().Add(-300 * time.Millisecond)
+	o := send(context.Background(), s.Client(), s.URL+"/v2/models/m/infer", payloads()[0], due, 5*time.Second)
+	if o.code != http.StatusOK {
+		t.Fatalf("code %d, want 200", o.code)
+	}
+	if !o.late || o.lateness < 300*time.Millisecond {
+		t.Errorf("late %v, lateness %v: want late by ≥ 300ms", o.late, o.lateness)
+	}
+	if o.latency >= 250*time.Millisecond {
+		t.Errorf("latency %v counts the generator's lateness %v (want < 250ms from the actual send)", o.latency, o.lateness)
+	}
+}
+
+// TestRunReportsLateness: the generator's lateness is summarised apart from the latencies,
+// and the attainment counted from the schedule is never above the one from the actual send.
+func TestRunReportsLateness(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { answer(w, 1) }))
+	defer s.Close()
+	res, err := Run(context.Background(), Config{
+		Target: s.URL, Model: "m", Arrivals: every(time.Millisecond), Duration: time.Hour, MaxRequests: 20,
+		Payloads: payloads()[:1], SLO: slo.Spec{Threshold: 5 * time.Second, Target: 0.9},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LateMax < res.LateP99 || res.LateP99 < res.LateP50 || res.LateP50 < 0 {
+		t.Errorf("lateness quantiles p50 %v p99 %v max %v not ordered", res.LateP50, res.LateP99, res.LateMax)
+	}
+	if res.ScheduledAttainment > res.Summary.SLOAttainment || res.Summary.SLOAttainment != 1 {
+		t.Errorf("attainment from the schedule %v, from the send %v: want ≤ and 1", res.ScheduledAttainment, res.Summary.SLOAttainment)
+	}
+}

@@ -86,13 +86,15 @@ func runLive(ctx context.Context, o Options, policy string, prof Measured, r Rep
 	usd := secs * m.InstanceType.PricePerHour / 3600
 	s.CostUSD = slo.CostUSD{Total: usd, VM: usd}
 	s.Extra = map[string]float64{
-		"instance_seconds": secs,
-		"launches":         float64(launches),
-		"terminations":     float64(terms),
-		"spills":           float64(s.ServedBy.Serverless),
-		"rejected_429":     float64(res.Codes[429]),
-		"timed_out_504":    float64(res.Codes[504]),
-		"client_late":      float64(res.Late),
+		"instance_seconds":             secs,
+		"launches":                     float64(launches),
+		"terminations":                 float64(terms),
+		"spills":                       float64(s.ServedBy.Serverless),
+		"rejected_429":                 float64(res.Codes[429]),
+		"timed_out_504":                float64(res.Codes[504]),
+		"client_late":                  float64(res.Late),
+		"client_lateness_p99_ms":       float64(res.LateP99.Microseconds()) / 1000,
+		"slo_attainment_from_schedule": res.ScheduledAttainment,
 	}
 	maps.Copy(s.Extra, gatewayMeans(st, o.Model))
 	return s, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/sloserve/sloserve/internal/slo"
@@ -33,6 +35,15 @@ func (r Result) Within() bool {
 	dI := math.Abs(RelErr(r.Live.Extra["instance_seconds"], r.Sim.Extra["instance_seconds"]))
 	dC := math.Abs(RelErr(r.Live.CostUSD.Total, r.Sim.CostUSD.Total))
 	return dA <= AttainmentPoints && dI <= RelativeBound && dC <= RelativeBound
+}
+
+// LiveSpread is the live runs' attainment spread in points (max − min; 0 with one run): the
+// live measurement's own noise, against which the simulator's error is to be read.
+func (r Result) LiveSpread() float64 {
+	if len(r.LiveAttainments) < 2 {
+		return 0
+	}
+	return 100 * (slices.Max(r.LiveAttainments) - slices.Min(r.LiveAttainments))
 }
 
 // row is one printed metric of a Result.
@@ -87,5 +98,21 @@ func Print(w io.Writer, rep Report) {
 			fmt.Fprintf(tw, "%s\t"+m.fmt+"\t"+m.fmt+"\t%s\t\n", m.name, l, s, e)
 		}
 		tw.Flush()
+		if len(r.LiveAttainments) > 1 {
+			fmt.Fprintf(w, "live attainment over %d runs: %v (spread %.2f pt", len(r.LiveAttainments), fmtAtt(r.LiveAttainments), r.LiveSpread())
+			if r.LiveSpread() > AttainmentPoints {
+				fmt.Fprintf(w, ": the live run varies by more than the ±%.0f pt bound", AttainmentPoints)
+			}
+			fmt.Fprintln(w, ")")
+		}
 	}
+}
+
+// fmtAtt formats attainments to four places.
+func fmtAtt(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%.4f", x)
+	}
+	return strings.Join(out, " ")
 }

@@ -72,6 +72,11 @@ type Options struct {
 	// and WorkerEnv is added to the workers' environment.
 	WorkerBinary string
 	WorkerEnv    []string
+	// LiveRuns is how many times each policy × segment is replayed live (default 1). With more,
+	// Result.Live is the first run and Result.LiveAttainments holds every run's attainment, so
+	// the live run's own spread (a shared machine's load) is reported beside the simulator's
+	// error.
+	LiveRuns int
 	// ProfileReps is how many timed round trips the profile takes per batch size (default 60).
 	ProfileReps int
 	// Serverless enables the serverless tier on both sides. The live providers have no function
@@ -91,6 +96,8 @@ type Result struct {
 	Trace  string      `json:"trace"`
 	Live   slo.Summary `json:"live"`
 	Sim    slo.Summary `json:"sim"`
+	// LiveAttainments is every live run's attainment (Options.LiveRuns; Live is the first).
+	LiveAttainments []float64 `json:"live_attainments,omitempty"`
 }
 
 // Report is a whole validation: the measured profile and one Result per policy × segment.
@@ -125,6 +132,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Runtime == "" {
 		o.Runtime = models.RuntimeNative
 	}
+	if o.LiveRuns == 0 {
+		o.LiveRuns = 1
+	}
 	if o.ProfileReps == 0 {
 		o.ProfileReps = 60
 	}
@@ -145,6 +155,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("validate: --worker-rps: must be > 0, got %v", o.WorkerRPS)
 	case o.MaxInstances < 1 || o.MaxInstances > 16:
 		return o, fmt.Errorf("validate: --max-instances: must be in [1, 16], got %d", o.MaxInstances)
+	case o.LiveRuns < 1 || o.LiveRuns > 10:
+		return o, fmt.Errorf("validate: --live-runs: must be in [1, 10], got %d", o.LiveRuns)
 	case o.ProfileReps < 3:
 		return o, fmt.Errorf("validate: profile reps: must be ≥ 3, got %d", o.ProfileReps)
 	}
@@ -182,15 +194,23 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		for _, p := range o.Policies {
 			fmt.Fprintf(o.Progress, "%s on %s: %d requests over %v (×%.0f compression), live ...\n", p, seg.Name, len(arr.Times), arr.Wall, arr.Compression)
-			live, err := runLive(ctx, o, p, prof, arr)
-			if err != nil {
-				return rep, fmt.Errorf("validate %s on %s: live: %w", p, seg.Name, err)
+			res := Result{Policy: p, Trace: seg.Name}
+			for i := range o.LiveRuns {
+				live, err := runLive(ctx, o, p, prof, arr)
+				if err != nil {
+					return rep, fmt.Errorf("validate %s on %s: live run %d: %w", p, seg.Name, i+1, err)
+				}
+				if i == 0 {
+					res.Live = live
+				}
+				res.LiveAttainments = append(res.LiveAttainments, live.SLOAttainment)
 			}
 			sim, err := runSim(ctx, o, p, prof, arr)
 			if err != nil {
 				return rep, fmt.Errorf("validate %s on %s: sim: %w", p, seg.Name, err)
 			}
-			rep.Results = append(rep.Results, Result{Policy: p, Trace: seg.Name, Live: live, Sim: sim})
+			res.Sim = sim
+			rep.Results = append(rep.Results, res)
 		}
 	}
 	return rep, nil

@@ -172,9 +172,29 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Segments: seg, Wall: time.Second}, "--duration"},
 		{Options{Segments: seg, MaxInstances: 99}, "--max-instances"},
 		{Options{Segments: seg, Policies: []string{"nope"}}, "--policies"},
+		{Options{Segments: seg, LiveRuns: 11}, "--live-runs"},
 	} {
 		if err := Check(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Check(%+v) = %v, want an error naming %s", tc.o, err, tc.want)
 		}
+	}
+}
+
+// TestLiveSpreadPrinted: with several live runs the report prints each run's attainment and
+// their spread, and says when the spread exceeds the bound the simulator is held to.
+func TestLiveSpreadPrinted(t *testing.T) {
+	r := Result{Policy: "mark", Trace: "twitter", LiveAttainments: []float64{0.864, 0.977, 0.992}}
+	if got := r.LiveSpread(); math.Abs(got-12.8) > 1e-9 {
+		t.Errorf("spread %v pt, want 12.8", got)
+	}
+	var b strings.Builder
+	Print(&b, Report{Results: []Result{r}})
+	for _, want := range []string{"0.8640 0.9770 0.9920", "spread 12.80 pt", "varies by more than"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if (Result{LiveAttainments: []float64{0.9}}).LiveSpread() != 0 {
+		t.Error("one run: want spread 0")
 	}
 }

@@ -25,11 +25,20 @@ func (f *Tier) acquire(ctx context.Context, model string, memoryMB int) (*inst, 
 			f.mu.Unlock()
 			return in, false, nil
 		}
-		if p.live < f.cfg.MaxInstances {
+		if p.live < f.cfg.MaxInstances && p.busy == 0 {
+			// Nothing will free sooner than a cold start: wait for this one.
 			p.live++
 			p.enter(time.Now())
 			f.mu.Unlock()
 			return f.coldStart(ctx, p, model, memoryMB)
+		}
+		if p.live < f.cfg.MaxInstances {
+			// Busy instances free within a batch's time, far sooner than a cold start: start one
+			// behind (it joins the idle ones when ready, settle) and take whichever is free
+			// first, as Knative's activator buffers a request for the first ready pod.
+			p.live++
+			p.busy++ // the start's place until settle
+			go f.startBehind(p, model, memoryMB)
 		}
 		freed := p.freed
 		f.mu.Unlock()
@@ -66,6 +75,17 @@ func (f *Tier) coldStart(ctx context.Context, p *pool, model string, memoryMB in
 		go func() { f.settle(p, (<-ch).in) }()
 		return nil, false, fmt.Errorf("function tier %s: gave up waiting for a cold start: %w", model, context.Cause(ctx))
 	}
+}
+
+// startBehind cold-starts an instance of p (counted in p.live and p.busy by the caller) that
+// no caller waits for; settle puts it among the idle ones.
+func (f *Tier) startBehind(p *pool, model string, memoryMB int) {
+	in, err := f.start(context.Background(), model, memoryMB)
+	if err != nil {
+		f.log.Warn("function tier: cold start behind busy instances", "model", model, "err", err)
+		in = nil
+	}
+	f.settle(p, in)
 }
 
 // settle ends a cold start nobody waits for: a started instance joins the idle ones (or is

@@ -134,3 +134,59 @@ func TestFunctionTierConcurrencyAndCPUShare(t *testing.T) {
 		t.Errorf("896 MB: threads %q, cpu share %q; want 1 and 896/1769 = 0.506", threads, share)
 	}
 }
+
+// TestFunctionTierColdStartBehindBusy: with one instance busy and room in the pool, a call
+// starts a second instance behind and takes the busy one as soon as it frees (50 ms here)
+// rather than waiting out the 1 s cold start, which is still made and counted; the next call
+// finds the new instance idle.
+func TestFunctionTierColdStartBehindBusy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	const coldStart = time.Second
+	cfg := FunctionConfig{Worker: Config{Binary: os.Args[0], Env: []string{"FAKE_WORKER=serve", "FAKE_WORKER_DELAY=" + coldStart.String()},
+		HealthInterval: 20 * time.Millisecond}, Tier: cost.DefaultCatalog().Serverless, MaxInstances: 2,
+		ReapEvery: 20 * time.Millisecond, RunGap: 20 * time.Millisecond, KeepAlive: func() keepalive.Policy { return &keepalive.Fixed{KeepAlive: time.Minute} }}
+	f, err := NewFunctionTier(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t)
+	if err := f.Prewarm(ctx, "m", 1769); err != nil {
+		t.Fatal(err)
+	}
+	started, hold := make(chan struct{}), make(chan struct{})
+	aDone := make(chan Invocation, 1)
+	go func() {
+		a, err := f.Invoke(ctx, "m", 1769, func(context.Context, string) error { close(started); <-hold; return nil })
+		if err != nil {
+			t.Error(err)
+		}
+		aDone <- a
+	}()
+	<-started
+	time.AfterFunc(50*time.Millisecond, func() { close(hold) })
+	t0 := time.Now()
+	b, err := f.Invoke(ctx, "m", 1769, func(context.Context, string) error { return nil })
+	waited := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-aDone
+	if b.Cold || b.Instance != a.Instance || waited > coldStart*7/10 {
+		t.Errorf("second call: cold %v on %s after %v; want the first instance %s once it freed, well before a %v cold start",
+			b.Cold, b.Instance, waited, a.Instance, coldStart)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Stats("m").Live < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := f.Stats("m"); s.Live != 2 || s.ColdStarts != 2 {
+		t.Fatalf("stats %+v; want the instance started behind live (2 live, 2 cold starts)", s)
+	}
+	c, err := f.Invoke(ctx, "m", 1769, func(context.Context, string) error { return nil })
+	if err != nil || c.Instance == a.Instance {
+		t.Errorf("third call: on %s, err %v; want the new instance (not %s)", c.Instance, err, a.Instance)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // The test binary doubles as a tiny worker: with FAKE_WORKER set, `<test binary> worker --addr A
 // --models M [--threads T]` serves /v2/health/ready, answers GET /threads with the --threads
 // value it parsed, and prints "listening on http://...". FAKE_WORKER=hang never prints its
-// address; FAKE_WORKER=ignore-term ignores SIGTERM.
+// address; FAKE_WORKER=ignore-term ignores SIGTERM; FAKE_WORKER_DELAY=D waits D before listening.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("FAKE_WORKER"); mode != "" {
 		os.Exit(fakeWorker(mode, os.Args[1:]))
@@ -50,6 +50,9 @@ func fakeWorker(mode string, args []string) int {
 	}
 	if mode == "hang" {
 		select {}
+	}
+	if d, err := time.ParseDuration(os.Getenv("FAKE_WORKER_DELAY")); err == nil {
+		time.Sleep(d) // a slow start (the model load of a cold start)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
