@@ -98,7 +98,7 @@ func runSim(ctx context.Context, o Options, name string, prof Measured, r Replay
 	truth := profile.Model{Name: m.Name, VM: map[string]profile.Backend{m.InstanceType.Name: {Curve: curve, Slots: m.Slots}}}
 	sc := sim.DefaultConfig()
 	sc.SLO, sc.Seed, sc.NoiseCV, sc.SamplePeriod, sc.Trace = o.SLO, o.Seed, prof.NoiseCV, cfg.Controller.SampleInterval, r.Name
-	sc.SeriesPeriod, sc.NoiseFactors = 0, prof.Factors
+	sc.SeriesPeriod, sc.NoiseFactors, sc.LaunchNoiseFactors = 0, prof.Factors, prof.LaunchFactors
 	// The gateway gives each request its SLO threshold as its deadline and answers 504 past it
 	// (internal/gateway core.go): a request waits in the simulated queue no longer.
 	sc.RequestTimeout = o.SLO.Threshold
