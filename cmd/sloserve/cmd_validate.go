@@ -21,7 +21,7 @@ func runValidate(ctx context.Context, args []string, e env) error {
 	}
 	o.Progress = e.stderr
 	if verbose {
-		o.Log = slog.New(slog.NewTextHandler(e.stderr, nil))
+		o.Log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	rep, err := validate.Run(ctx, o)
 	if err != nil {
@@ -54,7 +54,7 @@ func parseValidateFlags(args []string) (o validate.Options, asJSON, verbose bool
 	seed := fs.Uint64("seed", validate.DefaultSeed, "seed of the arrivals and the simulator")
 	serverless := fs.Bool("serverless", false, "also run the serverless tier on both sides (refused until the live providers have one, issue #16)")
 	liveRuns := fs.Int("live-runs", 1, "live replays of each policy × segment; with more, the live attainment's spread is printed (the live run's own noise)")
-	verboseFlag := fs.Bool("v", false, "log the stack's lifecycle events to stderr")
+	verboseFlag := fs.Bool("v", false, "log the stack's lifecycle events and every controller step, live and simulated, to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return o, false, false, err
 	}

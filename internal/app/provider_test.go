@@ -212,7 +212,9 @@ func TestStartKubernetes(t *testing.T) {
 		if cpu, mem := ct.Resources.Requests[corev1.ResourceCPU], ct.Resources.Requests[corev1.ResourceMemory]; cpu.Cmp(resource.MustParse("2")) != 0 || mem.Cmp(resource.MustParse("4Gi")) != 0 {
 			t.Errorf("pod %s requests cpu %v memory %v, want c5.large's 2 and 4Gi", p.Name, cpu.String(), mem.String())
 		}
-		if want := []string{"--addr", "0.0.0.0:" + strconv.Itoa(port), "--models", "m"}; !slices.Equal(ct.Args, want) {
+		// --max-in-flight is the model's slots (1 by default): the worker enforces the share the
+		// gateway replicas batch against.
+		if want := []string{"--addr", "0.0.0.0:" + strconv.Itoa(port), "--models", "m", "--max-in-flight", "1"}; !slices.Equal(ct.Args, want) {
 			t.Errorf("pod %s args %v, want %v", p.Name, ct.Args, want)
 		}
 	}

@@ -135,3 +135,18 @@ func (s Snapshot) Recent(n int) (arrivals int, span time.Duration, concurrency f
 	}
 	return arrivals, span, concurrency
 }
+
+// StepAttrs returns the facts a Scaler was given at one step and what it decided, as slog
+// key-value pairs (the live controller and `sloserve validate`'s simulator log the same ones,
+// so that their steps compare line by line): the last sample's arrivals, completions, misses
+// and concurrency, the queue, the fleet by state, and the decision.
+func StepAttrs(s Snapshot, d Decision, launched, terminated int) []any {
+	var last Sample
+	if n := len(s.History); n > 0 {
+		last = s.History[n-1]
+	}
+	launching, ready := s.Counts("")
+	return []any{"arrivals", last.Arrivals, "completed", last.Completed, "missed", last.Missed,
+		"concurrency", last.Concurrency, "queue", s.QueueLen, "launching", launching, "ready", ready,
+		"launch", launched, "terminate", terminated, "reason", d.Reason}
+}

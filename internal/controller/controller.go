@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -295,6 +296,7 @@ func (c *Controller) stepModel(ctx context.Context, m *modelState, insts []provi
 	}
 	d := m.Scaler.Scale(snap, now) // the first Step asks with no history, as the simulator's start does
 	launch, term := m.Bound(d, fleet)
+	c.log.Debug("controller step", append([]any{"model", m.Name, "at", now}, autoscale.StepAttrs(snap, d, len(launch), len(term))...)...)
 	var errs []error
 	for _, sp := range launch {
 		in, err := c.prov.Launch(ctx, sp)
@@ -435,12 +437,23 @@ func (c *Controller) terminate(model, id, reason string) {
 
 // Run calls Step every Options.Period until ctx is done, logging failures, then waits for the
 // drains in progress; it returns ctx's error.
+//
+// Each step is given its tick's instant on the grid start + k·Period (Grid), not the instant the
+// goroutine woke: a scaler that acts every n periods (MArk's plan every unit) computes its next
+// step as now + n·Period, and a wake-up a millisecond earlier than the previous one's made it
+// wait a whole period more (measured: `sloserve validate -v` planned every 2 or 3 s live, every
+// 2 s in the simulator, whose steps are exact). A tick that rounds to a grid point already
+// stepped (ticks delivered late, then at once) is skipped.
 func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(c.opts.Period)
 	defer t.Stop()
+	start, last := time.Now(), int64(-1)
 	for {
-		if err := c.Step(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			c.log.Warn("controller step failed", "err", err)
+		if k, at := Grid(start, time.Now(), c.opts.Period); k > last {
+			last = k
+			if err := c.Step(ctx, at); err != nil && ctx.Err() == nil {
+				c.log.Warn("controller step failed", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -449,6 +462,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Grid returns the index k of the grid point start + k·period nearest to now, and that point.
+func Grid(start, now time.Time, period time.Duration) (int64, time.Time) {
+	k := int64(math.Round(float64(now.Sub(start)) / float64(period)))
+	return k, start.Add(time.Duration(k) * period)
 }
 
 // Wait returns once every drain-and-terminate in progress has finished.

@@ -284,3 +284,18 @@ func TestNewModelSpotType(t *testing.T) {
 		}
 	}
 }
+
+// TestGridRoundsWakeUps: a step woken a little early or late is given its tick's instant, so
+// that "now + n periods" lands on a tick again (MArk's plan every unit did not on jitter).
+func TestGridRoundsWakeUps(t *testing.T) {
+	start := time.Unix(1000, 0)
+	for _, c := range []struct {
+		late time.Duration
+		k    int64
+	}{{0, 0}, {2*time.Second - time.Millisecond, 2}, {2*time.Second + 3*time.Millisecond, 2}, {2600 * time.Millisecond, 3}} {
+		k, at := Grid(start, start.Add(c.late), time.Second)
+		if k != c.k || !at.Equal(start.Add(time.Duration(c.k)*time.Second)) {
+			t.Errorf("Grid(+%v) = %d, %v; want %d", c.late, k, at, c.k)
+		}
+	}
+}

@@ -18,16 +18,19 @@ import (
 // COP is INFless's combined operator profiling (§3.3) as sloserve runs it on a CPU: a store of
 // operator costs measured once on this machine, at several intra-op thread counts and batch
 // sizes, from which the batch latency of any model — one never profiled as a whole — is
-// predicted as a per-call overhead plus the sum of its operators' costs:
+// predicted as a per-call overhead plus the sum of its operators' costs, each family's scaled by
+// a factor κ and each node charged a dispatch cost ν, both fitted on the store's other models:
 //
-//	t̂(model, b, c) = overhead(in, b, c) + Σ_op cost(op, b, c)
+//	t̂(model, b, c) = overhead(in, b, c) + Σ_family κ_family · Σ_op cost(op, b, c) + ν · nodes
 //
 // An operator measured with the same type and shapes takes its measured cost; one never measured
 // takes the cost of the measured operators of its type at the same ⟨b, c⟩ (the nearest batch size
 // when b was not measured), interpolated linearly in work (FLOPs) between the two that bracket it,
-// or the nearest one scaled by the work ratio outside their range. The sum, not the critical
-// path: ONNX Runtime with one inter-op thread runs one node at a time. The +10 % offset against
-// prediction error is not part of the prediction: INFless's planner applies it (Options.Offset).
+// or the nearest one scaled by the work ratio outside their range — a convolution instead from a
+// fit of its type's costs on elements read, elements written and FLOPs (convCost). The sum, not
+// the critical path: ONNX Runtime with one inter-op thread runs one node at a time. The +10 %
+// offset against prediction error is not part of the prediction: INFless's planner applies it
+// (Options.Offset).
 
 // COPNode is one operator of a model as COP sees it.
 type COPNode struct {
@@ -170,7 +173,8 @@ func (s *COPStore) Model(name string) (COPModel, bool) {
 
 // Predict returns the predicted batch time of m at batch b on c threads, from the operator
 // costs whose signature skip does not hold (nil: all; leave-one-out passes the model's own), each
-// family's sum scaled by the factor fitted on the store's other models (factors).
+// family's sum scaled by the factor and each node charged the dispatch cost fitted on the store's
+// other models (factors).
 func (s *COPStore) Predict(m COPModel, b, c int, skip map[string]bool) (time.Duration, error) {
 	var bs []int
 	for _, o := range s.Ops {
@@ -211,11 +215,19 @@ func (s *COPStore) predictAt(m COPModel, b, c int, skip map[string]bool) (time.D
 	return time.Duration(max(total, p.over)), nil
 }
 
-// copParts is a prediction's terms: the call overhead and the operator costs summed by family
-// (famIndex).
+// nFactors is the number of terms factors fits: the three families' factors and the per-node cost.
+const nFactors = 4
+
+// nodeUnit scales copParts' node term (the node count) so that its factor, the cost of one node
+// inside a model beyond its one-node graph's, is in units of 10 µs: of the order of the family
+// factors, which keeps the ridge fit's pull on it mild.
+const nodeUnit = 10e3
+
+// copParts is a prediction's terms: the call overhead, the operator costs summed by family
+// (famIndex), and the node count × nodeUnit.
 type copParts struct {
 	over float64
-	fam  [3]float64
+	fam  [nFactors]float64
 }
 
 // famIndex is the family of an operator type for factors: convolutions, matrix products, the rest.
@@ -248,8 +260,11 @@ func (s *COPStore) parts(m COPModel, b, c int, skip map[string]bool) (copParts, 
 		if err != nil {
 			return copParts{}, fmt.Errorf("cop %s: %w", m.Model, err)
 		}
-		p.fam[famIndex(n.Op)] += t
+		// A small operator whose two measurements' noise exceeded its work comes out negative;
+		// inside a model it still costs something, never less than nothing.
+		p.fam[famIndex(n.Op)] += max(t, 0)
 	}
+	p.fam[3] = nodeUnit * float64(len(m.Nodes))
 	return p, nil
 }
 
@@ -258,9 +273,13 @@ func (s *COPStore) parts(m COPModel, b, c int, skip map[string]bool) (copParts, 
 // and layout changes across neighbouring nodes — on the whole-model times of the store's models
 // other than exclude, at the measured batch size nearest b on c threads: ridge least squares on
 // relative errors, pulled towards 1 (no correction) with weight 1, so a family few models have
-// stays near 1. Without whole-model times every factor is 1.
-func (s *COPStore) factors(b, c int, exclude string, skip map[string]bool) [3]float64 {
-	k := [3]float64{1, 1, 1}
+// stays near 1. The fourth term is the cost of each node inside a model beyond its one-node
+// graph's — the dispatch, at two threads the pool's hand-off, per node, which a one-node graph's
+// overhead I(x) counts once per graph — pulled towards 0. Without whole-model times the factors
+// are 1 and the node term 0.
+func (s *COPStore) factors(b, c int, exclude string, skip map[string]bool) [nFactors]float64 {
+	prior := [nFactors]float64{1, 1, 1, 0}
+	k := prior
 	mb, best := 0, math.Inf(1)
 	for _, m := range s.Models {
 		for _, p := range m.Measured {
@@ -273,9 +292,10 @@ func (s *COPStore) factors(b, c int, exclude string, skip map[string]bool) [3]fl
 		return k
 	}
 	const lambda = 1.0
-	var a [3][4]float64 // normal equations (AᵀA + λI | Aᵀy + λ)
-	for f := range 3 {
-		a[f][f], a[f][3] = lambda, lambda
+	a := make([][]float64, nFactors) // normal equations (AᵀA + λI | Aᵀy + λ·prior)
+	for f := range a {
+		a[f] = make([]float64, nFactors+1)
+		a[f][f], a[f][nFactors] = lambda, lambda*prior[f]
 	}
 	for _, m := range s.Models {
 		if m.Model == exclude {
@@ -289,24 +309,24 @@ func (s *COPStore) factors(b, c int, exclude string, skip map[string]bool) [3]fl
 			if err != nil {
 				continue
 			}
-			var x [3]float64
-			for f := range 3 {
+			var x [nFactors]float64
+			for f := range x {
 				x[f] = p.fam[f] / pt.NS
 			}
 			y := (pt.NS - p.over) / pt.NS
-			for i := range 3 {
-				for j := range 3 {
+			for i := range x {
+				for j := range x {
 					a[i][j] += x[i] * x[j]
 				}
-				a[i][3] += x[i] * y
+				a[i][nFactors] += x[i] * y
 			}
 		}
 	}
-	sol, ok := solve3(a)
+	sol, ok := solveLinear(a)
 	if !ok {
 		return k
 	}
-	for f := range 3 {
+	for f := range k {
 		if sol[f] > 0 && !math.IsInf(sol[f], 0) {
 			k[f] = sol[f]
 		}
@@ -314,32 +334,34 @@ func (s *COPStore) factors(b, c int, exclude string, skip map[string]bool) [3]fl
 	return k
 }
 
-// solve3 solves a 3×3 linear system given as an augmented matrix (Gaussian elimination with
-// partial pivoting); ok is false when it is singular.
-func solve3(a [3][4]float64) (x [3]float64, ok bool) {
-	for col := range 3 {
+// solveLinear solves an n×n linear system given as an n×(n+1) augmented matrix, in place
+// (Gaussian elimination with partial pivoting); ok is false when it is singular.
+func solveLinear(a [][]float64) (x []float64, ok bool) {
+	n := len(a)
+	for col := range n {
 		piv := col
-		for r := col + 1; r < 3; r++ {
+		for r := col + 1; r < n; r++ {
 			if math.Abs(a[r][col]) > math.Abs(a[piv][col]) {
 				piv = r
 			}
 		}
 		if math.Abs(a[piv][col]) < 1e-12 {
-			return x, false
+			return nil, false
 		}
 		a[col], a[piv] = a[piv], a[col]
-		for r := range 3 {
+		for r := range n {
 			if r == col {
 				continue
 			}
 			f := a[r][col] / a[col][col]
-			for k := col; k < 4; k++ {
+			for k := col; k <= n; k++ {
 				a[r][k] -= f * a[col][k]
 			}
 		}
 	}
-	for i := range 3 {
-		x[i] = a[i][3] / a[i][i]
+	x = make([]float64, n)
+	for i := range n {
+		x[i] = a[i][n] / a[i][i]
 	}
 	return x, true
 }
@@ -396,6 +418,7 @@ func (s *COPStore) cost(n COPNode, b, c int, skip map[string]bool) (float64, err
 	if mb == 0 {
 		return 0, fmt.Errorf("no %s operator (nor one of its family) measured at %d threads", n.Op, c)
 	}
+	var peers []COPOp
 	for _, o := range s.Ops {
 		if !same(o) || o.Threads != c || o.Batch != mb || skip[o.Sig()] {
 			continue
@@ -404,6 +427,10 @@ func (s *COPStore) cost(n COPNode, b, c int, skip map[string]bool) (float64, err
 			return o.CostNS, nil
 		}
 		pts = append(pts, [2]float64{o.Work * float64(mb), o.CostNS})
+		peers = append(peers, o)
+	}
+	if t, ok := convCost(n, b, peers); ok {
+		return t, nil
 	}
 	w := n.Work * float64(b)
 	if len(pts) == 1 || w <= 0 {
@@ -642,4 +669,84 @@ func elems(sh []int64) int64 {
 		n *= max(d, 1)
 	}
 	return n
+}
+
+// convFeatures is a convolution's per-sample terms in convCost: the elements it reads and
+// writes (each converted to and from ONNX Runtime's blocked NCHWc layout, memory traffic that
+// scales with the tensors, not with the kernel) and its FLOPs (2·K per output).
+func convFeatures(n COPNode) [3]float64 {
+	out := float64(dimsElems(n.Out))
+	return [3]float64{float64(dimsElems(n.In)), out, max(n.Work-ConvOutputWork*out, 0)}
+}
+
+// convCost predicts a convolution the store never measured from the measured ones (peers, all at
+// one ⟨b', c⟩): cost = b·(α·inputs + β·outputs + γ·FLOPs) per sample, with α, β, γ ≥ 0 a
+// least-squares fit on the peers' costs relative to their own (each peer weighs alike, large or
+// small). One work scale cannot hold both a 1→8-channel 3×3 convolution on 28×28 (memory-bound:
+// 6,272 outputs of 18 FLOPs) and a 16→32-channel one on 14×14 (compute-bound: 1,568 outputs of 288
+// FLOPs); the two terms can. ok is false with fewer than three peers or no non-negative fit.
+func convCost(n COPNode, b int, peers []COPOp) (float64, bool) {
+	if n.Op != "Conv" || len(peers) < 3 {
+		return 0, false
+	}
+	var xs [][3]float64
+	var ys []float64
+	for _, o := range peers {
+		if o.CostNS <= 0 {
+			continue
+		}
+		f := convFeatures(o.COPNode)
+		for j := range f {
+			f[j] *= float64(o.Batch) / o.CostNS
+		}
+		xs, ys = append(xs, f), append(ys, 1)
+	}
+	theta, ok := nnls3(xs, ys)
+	if !ok {
+		return 0, false
+	}
+	f := convFeatures(n)
+	return float64(b) * (theta[0]*f[0] + theta[1]*f[1] + theta[2]*f[2]), true
+}
+
+// nnls3 is non-negative least squares in three unknowns: min ‖X·θ − y‖² over θ ≥ 0, by trying
+// every set of free unknowns (seven) and keeping the best feasible one. ok is false when no
+// subset gives a positive fit (fewer points than unknowns in every subset, or all negative).
+func nnls3(xs [][3]float64, ys []float64) (theta [3]float64, ok bool) {
+	best := math.Inf(1)
+	for mask := 1; mask < 8; mask++ {
+		a := make([][]float64, 3)
+		for i := range a {
+			a[i] = make([]float64, 4)
+			if mask&(1<<i) == 0 {
+				a[i][i] = 1 // pinned at 0
+			}
+		}
+		for k, x := range xs {
+			for i := range 3 {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				for j := range 3 {
+					if mask&(1<<j) != 0 {
+						a[i][j] += x[i] * x[j]
+					}
+				}
+				a[i][3] += x[i] * ys[k]
+			}
+		}
+		sol, good := solveLinear(a)
+		if !good || sol[0] < 0 || sol[1] < 0 || sol[2] < 0 {
+			continue
+		}
+		var r float64
+		for k, x := range xs {
+			d := sol[0]*x[0] + sol[1]*x[1] + sol[2]*x[2] - ys[k]
+			r += d * d
+		}
+		if r < best {
+			theta, best, ok = [3]float64(sol), r, true
+		}
+	}
+	return theta, ok
 }

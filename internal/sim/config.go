@@ -50,6 +50,12 @@ type Config struct {
 	// (measured round trips over their batch size's mean, e.g. `sloserve validate`'s profile,
 	// whose tail a log-normal misses on a shared machine). Each must be finite and > 0.
 	NoiseFactors []float64
+	// LaunchNoiseFactors, when not empty, replaces NoiseFactors for a batch dispatched while an
+	// instance is launching: on a host whose workers share its cores (`sloserve validate`'s
+	// live stack) a launch — process start and model load — slows the serving workers and the
+	// gateway; the factors are round trips measured during launches over the batch-1 median.
+	// Each must be finite and > 0.
+	LaunchNoiseFactors []float64
 	// SamplePeriod is the load-sampling and scaler period. Must be > 0.
 	SamplePeriod time.Duration
 	// HistoryLen is the number of samples a scaler's Snapshot holds. Must be ≥ 1.
@@ -103,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sim.noise_cv: must be in [0, 2], got %v", c.NoiseCV)
 	case !validFactors(c.NoiseFactors):
 		return fmt.Errorf("sim.noise_factors: each must be finite and > 0")
+	case !validFactors(c.LaunchNoiseFactors):
+		return fmt.Errorf("sim.launch_noise_factors: each must be finite and > 0")
 	case c.SamplePeriod <= 0:
 		return fmt.Errorf("sim.sample_period: must be > 0, got %v", c.SamplePeriod)
 	case c.HistoryLen < 1:

@@ -678,6 +678,9 @@ func (e *engine) releaseBatch(b int32) {
 }
 
 func (e *engine) noise() float64 {
+	if fs := e.cfg.LaunchNoiseFactors; len(fs) > 0 && e.launching() {
+		return fs[e.rngSvc.IntN(len(fs))]
+	}
 	if fs := e.cfg.NoiseFactors; len(fs) > 0 {
 		return fs[e.rngSvc.IntN(len(fs))]
 	}
@@ -686,6 +689,16 @@ func (e *engine) noise() float64 {
 	}
 	s := e.noiseSig
 	return math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
+}
+
+// launching reports whether any VM instance is launching (Config.LaunchNoiseFactors).
+func (e *engine) launching() bool {
+	for i := range e.types {
+		if ty := e.types[i]; ty.alive > ty.ready {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *engine) dispatchVM(n int) {

@@ -159,5 +159,34 @@ func TestNoiseFactors(t *testing.T) {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("NoiseFactors %v accepted", bad)
 		}
+		cfg.NoiseFactors, cfg.LaunchNoiseFactors = nil, bad
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("LaunchNoiseFactors %v accepted", bad)
+		}
+	}
+}
+
+// TestLaunchNoiseFactors: LaunchNoiseFactors apply only while an instance launches; a fixed
+// fleet never launches, so they change nothing there.
+func TestLaunchNoiseFactors(t *testing.T) {
+	run := func(fs []float64) slo.Summary {
+		cfg := DefaultConfig()
+		cfg.NoiseFactors, cfg.LaunchNoiseFactors = []float64{1}, fs
+		res, err := Run(context.Background(), cfg, nil, oneTypeModel(t, 10*time.Millisecond, 1), staticPolicy(1, batching.NewNone()), newPoisson(1, 400, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Summary
+	}
+	if a, b := run(nil), run([]float64{50}); !reflect.DeepEqual(a, b) {
+		t.Fatalf("no launch, yet launch factors changed the run: p50 %.2f / %.2f ms", a.LatencyMS.P50, b.LatencyMS.P50)
+	}
+	e := &engine{types: []*vmType{{alive: 2, ready: 1}}}
+	if !e.launching() {
+		t.Fatal("2 alive, 1 ready: want launching")
+	}
+	e.types[0].ready = 2
+	if e.launching() {
+		t.Fatal("2 alive, 2 ready: want not launching")
 	}
 }

@@ -46,6 +46,11 @@ type Measured struct {
 	Factors []float64 `json:"-"`
 	// LaunchMS are the measured launches; LaunchMedianMS and LaunchSigma their log-normal fit
 	// (cost.Delay: median and standard deviation of the logarithm).
+	// They are timed while the profile's worker serves paced batch-1 round trips (as a live
+	// launch happens under load); LaunchFactors are those round trips over the batch-1 median:
+	// a launch's process start and model load share the host's cores with the serving worker
+	// and the gateway (sim.Config.LaunchNoiseFactors).
+	LaunchFactors  []float64 `json:"-"`
 	LaunchMS       []float64 `json:"launch_ms"`
 	LaunchMedianMS float64   `json:"launch_median_ms"`
 	LaunchSigma    float64   `json:"launch_sigma"`
@@ -67,6 +72,9 @@ func (m Measured) String() string {
 		fmt.Fprintf(&b, "b=%d %.2f ms, ", p.Batch, p.MS)
 	}
 	fmt.Fprintf(&b, "cv %.2f, %d failed; launch median %.0f ms (σ_log %.2f, %v)", m.NoiseCV, m.Failures, m.LaunchMedianMS, m.LaunchSigma, m.LaunchMS)
+	if fs := slices.Sorted(slices.Values(m.LaunchFactors)); len(fs) > 0 {
+		fmt.Fprintf(&b, "; during launches b=1 × %.2f median, × %.2f p90 (%d round trips)", fs[len(fs)/2], fs[len(fs)*9/10], len(fs))
+	}
 	return b.String()
 }
 
@@ -84,13 +92,11 @@ func (m Measured) LaunchDelay() cost.Delay {
 	return cost.Delay{Median: time.Duration(m.LaunchMedianMS * float64(time.Millisecond)), Sigma: m.LaunchSigma}
 }
 
-// MeasureProfile times launchSamples worker launches, then starts the stack with one worker and
-// no batching and times ProfileBatches round trips of real test images through the gateway.
+// MeasureProfile starts the stack with one worker and no batching, times ProfileBatches round
+// trips of real test images through the gateway, then times launchSamples worker launches while
+// that worker serves (launchesUnderLoad).
 func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 	var m Measured
-	if err := measureLaunches(ctx, o, &m); err != nil {
-		return m, err
-	}
 	cfg := baseConfig(o)
 	cfg.Controller.Policy = config.ControllerNone
 	cfg.Models[0].Batching.Policy = "none"
@@ -147,7 +153,53 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 	}
 	mean, sd := meanSD(m.Factors)
 	m.NoiseCV = min(sd/mean, 2)
+	if err := launchesUnderLoad(ctx, o, client, url, &m); err != nil {
+		return m, err
+	}
 	return m, nil
+}
+
+// launchesUnderLoad times the worker launches (measureLaunches) while the profile's worker
+// serves paced batch-1 round trips, and keeps each of those over the batch-1 median as a
+// launch factor.
+func launchesUnderLoad(ctx context.Context, o Options, client *http.Client, url string, m *Measured) error {
+	set, err := bundled.Sample()
+	if err != nil {
+		return err
+	}
+	input, err := inputName(o.Model)
+	if err != nil {
+		return err
+	}
+	pays, err := load.BatchPayloads(set, input, 1)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- measureLaunches(ctx, o, m) }()
+	if len(m.Points) == 0 {
+		return fmt.Errorf("validate: profile: no batch-1 median to judge launches against")
+	}
+	med := m.Points[0].MS
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		d, err := post(ctx, client, url, pays[i%len(pays)].Body)
+		if err == nil {
+			m.LaunchFactors = append(m.LaunchFactors, d.Seconds()*1e3/med)
+		} else if ctx.Err() != nil {
+			return <-done
+		} else {
+			// A round trip past the SLO (504) is the slowest a launch makes one: the SLO's factor.
+			m.LaunchFactors = append(m.LaunchFactors, float64(o.SLO.Threshold.Milliseconds())/med)
+		}
+		if err := sleep(ctx, profilePace-d); err != nil {
+			return <-done
+		}
+	}
 }
 
 // measureLaunches launches workers one after the other on a local provider configured as the

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/sloserve/sloserve/internal/autoscale"
@@ -26,6 +27,21 @@ type bounded struct {
 func (b bounded) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	d := b.inner.Scale(s, now)
 	d.Launch, d.Terminate = b.m.Bound(d, s.Fleet)
+	return d
+}
+
+// traced logs every simulated step's facts and decision as the live controller logs its own
+// ("controller step" at debug level, autoscale.StepAttrs), so that `sloserve validate -v`
+// compares the two step by step.
+type traced struct {
+	inner autoscale.Scaler
+	log   *slog.Logger
+	model string
+}
+
+func (t traced) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
+	d := t.inner.Scale(s, now)
+	t.log.Debug("sim step", append([]any{"model", t.model, "at", now}, autoscale.StepAttrs(s, d, len(d.Launch), len(d.Terminate))...)...)
 	return d
 }
 
@@ -74,6 +90,7 @@ func runSim(ctx context.Context, o Options, name string, prof Measured, r Replay
 	if err != nil {
 		return slo.Summary{}, err
 	}
+	pol.Scaler = traced{inner: pol.Scaler, log: o.Log, model: m.Name}
 	curve, err := prof.Curve()
 	if err != nil {
 		return slo.Summary{}, err
@@ -81,7 +98,7 @@ func runSim(ctx context.Context, o Options, name string, prof Measured, r Replay
 	truth := profile.Model{Name: m.Name, VM: map[string]profile.Backend{m.InstanceType.Name: {Curve: curve, Slots: m.Slots}}}
 	sc := sim.DefaultConfig()
 	sc.SLO, sc.Seed, sc.NoiseCV, sc.SamplePeriod, sc.Trace = o.SLO, o.Seed, prof.NoiseCV, cfg.Controller.SampleInterval, r.Name
-	sc.SeriesPeriod, sc.NoiseFactors = 0, prof.Factors
+	sc.SeriesPeriod, sc.NoiseFactors, sc.LaunchNoiseFactors = 0, prof.Factors, prof.LaunchFactors
 	// The gateway gives each request its SLO threshold as its deadline and answers 504 past it
 	// (internal/gateway core.go): a request waits in the simulated queue no longer.
 	sc.RequestTimeout = o.SLO.Threshold

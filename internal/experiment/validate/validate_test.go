@@ -40,8 +40,9 @@ func TestValidateTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Profile.Points) != len(ProfileBatches) || rep.Profile.LaunchMedianMS <= 0 || len(rep.Profile.Factors) == 0 {
-		t.Fatalf("profile %+v: want %d points, a launch delay and noise factors", rep.Profile, len(ProfileBatches))
+	if len(rep.Profile.Points) != len(ProfileBatches) || rep.Profile.LaunchMedianMS <= 0 || len(rep.Profile.Factors) == 0 ||
+		len(rep.Profile.LaunchFactors) == 0 {
+		t.Fatalf("profile %+v: want %d points, a launch delay, noise factors and launch factors", rep.Profile, len(ProfileBatches))
 	}
 	b, err := json.Marshal(rep.Results)
 	if err != nil {
