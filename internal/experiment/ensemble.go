@@ -81,18 +81,7 @@ func FairEnsemble(ctx context.Context, data *simens.CocktailData, tr *trace.Trac
 
 // ensembleExploreExperiment prints one row per policy and failure, with its selections and pools.
 func ensembleExploreExperiment(ctx context.Context, o Options, w io.Writer) error {
-	data, err := simens.LoadCocktailData(o.Data)
-	if err != nil {
-		return err
-	}
-	tr, err := trace.Open(o.data(simens.CocktailTwitterTrace))
-	if err != nil {
-		return err
-	}
-	to, err := simens.CocktailTraceOptions(tr, o.Duration, 0)
-	if err == nil {
-		tr, err = tr.With(to)
-	}
+	data, tr, err := cocktailInputs(o)
 	if err != nil {
 		return err
 	}
@@ -134,4 +123,22 @@ func accuracy(s slo.Summary) float64 {
 		return 0
 	}
 	return *s.Accuracy
+}
+
+// cocktailInputs loads Cocktail's models and accuracies and the Twitter trace its experiments
+// replay, cut to o.Duration as the Cocktail setting cuts it.
+func cocktailInputs(o Options) (*simens.CocktailData, *trace.Trace, error) {
+	data, err := simens.LoadCocktailData(o.Data)
+	if err != nil {
+		return data, nil, err
+	}
+	tr, err := trace.Open(o.data(simens.CocktailTwitterTrace))
+	if err != nil {
+		return data, nil, err
+	}
+	to, err := simens.CocktailTraceOptions(tr, o.Duration, 0)
+	if err == nil {
+		tr, err = tr.With(to)
+	}
+	return data, tr, err
 }

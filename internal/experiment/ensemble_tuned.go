@@ -164,18 +164,7 @@ func init() {
 
 // cocktailTunedExperiment prints FairEnsembleTuned's rows and each tuned row's knobs.
 func cocktailTunedExperiment(ctx context.Context, o Options, w io.Writer) error {
-	data, err := simens.LoadCocktailData(o.Data)
-	if err != nil {
-		return err
-	}
-	tr, err := trace.Open(o.data(simens.CocktailTwitterTrace))
-	if err != nil {
-		return err
-	}
-	to, err := simens.CocktailTraceOptions(tr, o.Duration, 0)
-	if err == nil {
-		tr, err = tr.With(to)
-	}
+	data, tr, err := cocktailInputs(o)
 	if err != nil {
 		return err
 	}
