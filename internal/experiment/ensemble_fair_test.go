@@ -2,13 +2,9 @@ package experiment
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
-	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // TestCocktailFairClipper is Cocktail's headline against the fair Clipper (issue #17) on the
@@ -20,18 +16,7 @@ import (
 // InFaaS on the same spot market is cheaper than Cocktail and meets the accuracy target less
 // often.
 func TestCocktailFairClipper(t *testing.T) {
-	data, err := simens.LoadCocktailData(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Open(filepath.Join(fixture, simens.CocktailTwitterTrace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := simens.CocktailTraceOptions(tr, 10*time.Minute, 0)
-	if err == nil {
-		tr, err = tr.With(o)
-	}
+	data, tr, err := cocktailInputs(Options{Data: fixture, Duration: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

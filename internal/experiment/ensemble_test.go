@@ -2,13 +2,11 @@ package experiment
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
-	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // TestEnsembleExploreAccounts: the ensemble-explore experiment on the fixture's made-up Cocktail
@@ -18,18 +16,7 @@ import (
 // keeps at least one vote); and without failures cocktail is at least 1.3× cheaper than clipper
 // and meets the accuracy target more often than infaas (issue 7's acceptance).
 func TestEnsembleExploreAccounts(t *testing.T) {
-	data, err := simens.LoadCocktailData(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Open(filepath.Join(fixture, simens.CocktailTwitterTrace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := simens.CocktailTraceOptions(tr, 10*time.Minute, 0)
-	if err == nil {
-		tr, err = tr.With(o)
-	}
+	data, tr, err := cocktailInputs(Options{Data: fixture, Duration: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

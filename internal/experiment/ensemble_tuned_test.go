@@ -2,13 +2,11 @@ package experiment
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	simens "github.com/sloserve/sloserve/internal/sim/ensemble"
-	"github.com/sloserve/sloserve/internal/trace"
 )
 
 // TestEnsembleTunedBaselines tunes clipper-fair on the first half of the fixture's made-up
@@ -18,17 +16,7 @@ import (
 // cost there (measured 0.81×). It fails when the knobs are not applied (the tuned row would
 // equal the default) or the tuner picks a dearer candidate.
 func TestEnsembleTunedBaselines(t *testing.T) {
-	data, err := simens.LoadCocktailData(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Open(filepath.Join(fixture, simens.CocktailTwitterTrace))
-	if err == nil {
-		var o trace.Options
-		if o, err = simens.CocktailTraceOptions(tr, 6*time.Minute, 0); err == nil {
-			tr, err = tr.With(o)
-		}
-	}
+	data, tr, err := cocktailInputs(Options{Data: fixture, Duration: 6 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
