@@ -13,7 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sloserve/sloserve/internal/provider"
 )
@@ -492,4 +494,82 @@ func TestPodMaxInFlight(t *testing.T) {
 			t.Errorf("model %s: args (-want +got):\n%s", tc.model, d)
 		}
 	}
+}
+
+// TestLaunchBeforeTheCacheShowsIt holds the pod watch back, as a loaded API server or informer
+// does: a pod just launched is listed (launching) before its watch event arrives, once after it
+// does, no longer once Terminate deletes it, and not past expectTTL when someone else deleted it
+// before the cache ever saw it. Without the expectation a controller step in that window saw a
+// fleet one short and launched again (TestReplicasFailover: 4 pods for a fleet of 3).
+func TestLaunchBeforeTheCacheShowsIt(t *testing.T) {
+	cs := fake.NewClientset()
+	held := watch.NewRaceFreeFake()
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, held, nil })
+	p, err := New(cs, testConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.manual = true
+	now := t0
+	p.now = func() time.Time { return now }
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	spec := provider.Spec{Model: "m", Type: "c5.large", Tier: provider.TierVM}
+	a, err := p.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(map[string]provider.State{a.ID: provider.StateLaunching}, states(t, p)); d != "" {
+		t.Errorf("launched, watch held (-want +got):\n%s", d)
+	}
+	pod, err := cs.CoreV1().Pods("ns").Get(ctx, a.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.Add(pod)
+	waitFor(t, func() bool { _, err := p.pods.Pods("ns").Get(a.ID); return err == nil })
+	if got := states(t, p); len(got) != 1 {
+		t.Errorf("after the watch event: %v, want %s once", got, a.ID)
+	}
+	// Deleted by someone else before the cache saw it: listed until expectTTL, then not.
+	b, err := p.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("ns").Delete(ctx, b.ID, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(t, p); len(got) != 2 {
+		t.Errorf("within expectTTL: %v, want %s and %s", got, a.ID, b.ID)
+	}
+	now = now.Add(expectTTL + time.Second)
+	if d := diff(map[string]provider.State{a.ID: provider.StateLaunching}, states(t, p)); d != "" {
+		t.Errorf("past expectTTL (-want +got):\n%s", d)
+	}
+	// Terminated before the cache saw it: gone at once.
+	c, err := p.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Terminate(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(map[string]provider.State{a.ID: provider.StateLaunching}, states(t, p)); d != "" {
+		t.Errorf("after Terminate (-want +got):\n%s", d)
+	}
+}
+
+// waitFor polls cond every millisecond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 10000 {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("condition not met within 10 s")
 }
