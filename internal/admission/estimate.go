@@ -175,7 +175,9 @@ func (m *MissControl) Outcome(missed bool, now time.Time) float64 {
 	if m.frac == 0 {
 		m.frac = MarginStart
 	}
-	if !m.at.IsZero() && now.After(m.at) {
+	// At the floor the relaxation leaves the fraction exactly where it is (0 × e^x = 0): the
+	// exponential is skipped (it was a tenth of a simulated request's CPU, issue #17).
+	if m.frac != MarginFloor && !m.at.IsZero() && now.After(m.at) {
 		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(now.Sub(m.at))/float64(MarginRelax))
 	}
 	m.at = now
@@ -254,10 +256,19 @@ func (e *Estimator) Margin() float64 { return e.miss.Frac() }
 // boundary. Every answered request thus tells the miss controller something, not only the few
 // admitted close to their deadline. Overruns count only after OverrunWarmup batches.
 func (e *Estimator) BeyondMargin(expect, arrival, deadline, completed time.Time) bool {
-	if expect.IsZero() || e.batches < OverrunWarmup {
+	if expect.IsZero() {
 		return false
 	}
-	return float64(completed.Sub(expect)) > e.Margin()*float64(deadline.Sub(arrival))
+	return e.OverrunBeyondMargin(completed.Sub(expect), deadline.Sub(arrival))
+}
+
+// OverrunBeyondMargin is BeyondMargin of a request given its overrun (answer − estimate) and
+// its budget (deadline − arrival): the simulator keeps times as offsets and skips converting them.
+func (e *Estimator) OverrunBeyondMargin(overrun, budget time.Duration) bool {
+	if e.batches < OverrunWarmup {
+		return false
+	}
+	return float64(overrun) > e.Margin()*float64(budget)
 }
 
 // CostFit fits a batch's round trip as a + b·rows by exponentially weighted least squares over

@@ -179,7 +179,7 @@ func (tp tuningParts) run(ctx context.Context, policy string, o tune.Options) (t
 	out, margin := tune.Outcome{}, math.Inf(1)
 	for i, tr := range tp.traces {
 		w := tp.worlds[i]
-		s, err := w.RunPolicy(ctx, policy, o, tr, tp.parts[i], sim.Load(tr), missBudget(tr, tp.targets[i]))
+		s, err := w.RunPolicy(ctx, policy, o, tr, tp.parts[i], sim.Load(tr), missBudget(tr, w.Config.Seed, tp.targets[i]))
 		if errors.Is(err, sim.ErrMissBudget) {
 			return tune.Outcome{Aborted: true}, nil
 		}

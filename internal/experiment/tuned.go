@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -217,10 +218,69 @@ type cachedRun struct {
 	Dear    bool        `json:"dear,omitempty"` // stopped at its cost cap
 }
 
-// missBudget is the early stop of a tuning run on tr: (1 − target) of its expected requests,
-// with 5 % and 10 requests to spare so that a candidate the full run would pass is never cut.
-func missBudget(tr *trace.Trace, target float64) int64 {
-	return int64(math.Ceil((1-target)*tr.Expected()*1.05)) + 10
+// missBudget is the early stop of a tuning run on tr (issue #17 item 6): the most requests that
+// may miss while the run can still meet target — MissAllowance of the part's exact request count
+// (its arrivals for seed, which the trace tells before the run). A run stopped past it could not
+// have met target; a run within it runs to the end, so a candidate's verdict is the full run's.
+func missBudget(tr *trace.Trace, seed uint64, target float64) int64 {
+	return MissAllowance(arrivalCount(tr, seed), target)
+}
+
+// MissAllowance is the largest m such that n − m requests met out of n still attain target, as
+// slo.Recorder.Attainment divides (float64(n−m)/float64(n) ≥ target); 0 when none or n = 0
+// (sim.Config.MissBudget 0 is no early stop).
+func MissAllowance(n int64, target float64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	meets := func(m int64) bool { return float64(n-m)/float64(n) >= target }
+	m := min(max(int64(math.Floor((1-target)*float64(n))), 0), n)
+	for m < n && meets(m+1) {
+		m++
+	}
+	for m > 0 && !meets(m) {
+		m--
+	}
+	if !meets(m) {
+		return 0
+	}
+	return m
+}
+
+// arrivals memoises arrivalCount: the tuners of one (setting, trace) share its tuning part.
+var arrivals = struct {
+	sync.Mutex
+	n map[arrivalKey]int64
+}{n: map[arrivalKey]int64{}}
+
+type arrivalKey struct {
+	tr   *trace.Trace
+	seed uint64
+}
+
+// maxArrivalMemo bounds the memo (it holds the traces): past it the memo starts afresh.
+const maxArrivalMemo = 256
+
+// arrivalCount returns how many arrivals tr yields for seed (the requests of a run on it).
+func arrivalCount(tr *trace.Trace, seed uint64) int64 {
+	k := arrivalKey{tr, seed}
+	arrivals.Lock()
+	n, ok := arrivals.n[k]
+	arrivals.Unlock()
+	if ok {
+		return n
+	}
+	src := tr.Arrivals(seed)
+	for _, more := src.Next(); more; _, more = src.Next() {
+		n++
+	}
+	arrivals.Lock()
+	if len(arrivals.n) >= maxArrivalMemo {
+		clear(arrivals.n)
+	}
+	arrivals.n[k] = n
+	arrivals.Unlock()
+	return n
 }
 
 // TunedRun is a tuned baseline's outcome: the search on the tuning part and the run of its
@@ -234,7 +294,7 @@ type TunedRun struct {
 // the policy the tuning part's load (an operator knows the past, not the future).
 func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trace.Trace, tp, ep TracePart) (TunedRun, error) {
 	load := sim.Load(tuning)
-	budget := missBudget(tuning, w.Config.SLO.Target)
+	budget := missBudget(tuning, w.Config.Seed, w.Config.SLO.Target)
 	capped := func(ctx context.Context, o tune.Options, _ tune.Part, target, costCap float64) (tune.Outcome, error) {
 		s, err := w.runPolicy(ctx, b.Policy, o, tuning, tp, load, budget, costCap)
 		switch {

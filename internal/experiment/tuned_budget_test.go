@@ -1,0 +1,92 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/sloserve/sloserve/internal/experiment/tune"
+	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/trace"
+)
+
+// TestMissAllowance: the allowance is the most misses that still attain the target, as
+// slo.Recorder divides — one more would not.
+func TestMissAllowance(t *testing.T) {
+	for _, c := range []struct {
+		n      int64
+		target float64
+		want   int64
+	}{{100, 0.98, 2}, {1000, 0.95, 50}, {99, 0.98, 1}, {0, 0.98, 0}, {10, 1, 0}, {10, 0, 10}, {7, 1.5, 0}} {
+		if got := MissAllowance(c.n, c.target); got != c.want {
+			t.Errorf("MissAllowance(%d, %v) = %d, want %d", c.n, c.target, got, c.want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		n := 1 + rng.Int64N(50_000_000)
+		target := 0.9 + 0.1*rng.Float64()
+		m := MissAllowance(n, target)
+		meets := func(m int64) bool { return float64(n-m)/float64(n) >= target }
+		if m < 0 || m > n || (m > 0 && !meets(m)) || (m < n && meets(m+1)) {
+			t.Fatalf("MissAllowance(%d, %v) = %d: meets(m) %v, meets(m+1) %v", n, target, m, meets(m), meets(m+1))
+		}
+	}
+}
+
+// TestExactMissBudget: with the tuners' budget (the part's exact request count), a candidate
+// that meets the target runs to the same summary as without one, and one that stops early is
+// one that misses it; the count is the full run's requests.
+func TestExactMissBudget(t *testing.T) {
+	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, DefaultScoreSettings()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
+	if err == nil {
+		tr, err = scaleTrace(tr, 200, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuning, _, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := w.Config.SLO.Target
+	budget := missBudget(tuning, w.Config.Seed, target)
+	load := sim.Load(tuning)
+	var met, stopped int
+	for _, mb := range []int{3008, 2048, 1024, 512, 256} {
+		o := tune.Options{"memory_mb": mb}
+		full, err := w.RunPolicy(context.Background(), "lambda", o, tuning, parts[0], load, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Requests != arrivalCount(tuning, w.Config.Seed) {
+			t.Fatalf("arrivalCount %d, the run's requests %d", arrivalCount(tuning, w.Config.Seed), full.Requests)
+		}
+		s, err := w.RunPolicy(context.Background(), "lambda", o, tuning, parts[0], load, budget)
+		switch {
+		case errors.Is(err, sim.ErrMissBudget):
+			stopped++
+			if full.SLOAttainment >= target {
+				t.Errorf("%d MB: stopped early, but the full run attains %.5f ≥ %v", mb, full.SLOAttainment, target)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			if full.SLOAttainment >= target {
+				met++
+			}
+			if s.SLOAttainment != full.SLOAttainment || s.CostUSD.Total != full.CostUSD.Total {
+				t.Errorf("%d MB: with the budget %.5f $%v, without %.5f $%v", mb, s.SLOAttainment, s.CostUSD.Total, full.SLOAttainment, full.CostUSD.Total)
+			}
+		}
+	}
+	if met == 0 || stopped == 0 {
+		t.Fatalf("met %d, stopped %d: the test needs candidates on both sides of the target", met, stopped)
+	}
+}
