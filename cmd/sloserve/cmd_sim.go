@@ -34,7 +34,8 @@ type simFlags struct {
 	seriesPath, plotDir           string
 	scoreboard, noCache           bool
 	traceDirs, tuningPath         string
-	settings                      string // scoreboard: comma-separated setting names
+	settings                      string        // scoreboard: comma-separated setting names
+	tunePrefix                    time.Duration // scoreboard: coarse-to-fine tuning on this prefix of each tuning part
 	setting, dataDir              string
 	servers                       int
 	meanRPS                       float64 // requests/s
@@ -85,9 +86,12 @@ func runSim(ctx context.Context, args []string, e env) error {
 	if f.servers != 0 || f.meanRPS != 0 {
 		return usagef("sim: --servers and --mean-rps need --setting")
 	}
+	if f.tunePrefix != 0 && !f.scoreboard {
+		return usagef("sim: --tune-prefix needs --scoreboard")
+	}
 	if f.scoreboard {
 		if f.tracePath != "" || f.configPath != "" || f.seriesPath != "" || f.plotDir != "" || f.rateScale != 0 || f.maxRPS != 0 || f.tuningPath != "" {
-			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache, --cpuprofile and --json")
+			return usagef("sim: --scoreboard takes only --traces, --settings, --policy, --duration, --seed, --no-cache, --tune-prefix, --cpuprofile and --json")
 		}
 		return runScoreboard(ctx, e, f)
 	}
@@ -126,6 +130,7 @@ func parseSimFlags(args []string) (simFlags, error) {
 	fs.BoolVar(&f.scoreboard, "scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
 	fs.StringVar(&f.tuningPath, "tuning", "", "trace the tuned baselines (--policy all or NAME-tuned) are tuned on, scaled as --trace (default: the first half of --trace)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "do not read or write cached runs in .cache/tune (scoreboard and tuned baselines)")
+	fs.DurationVar(&f.tunePrefix, "tune-prefix", 0, "scoreboard: tuners search on each tuning part's first DURATION, then check their answer on the whole part (faster, approximate: docs/scoreboard.md \"Speed\"; default 0: the whole part)")
 	fs.StringVar(&f.settings, "settings", "", "scoreboard: comma-separated settings to run (default all: "+strings.Join(scoreSettingNames(), ", ")+")")
 	fs.StringVar(&f.traceDirs, "traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
 	fs.StringVar(&f.setting, "setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
@@ -420,7 +425,10 @@ func printSimTable(e env, tr *trace.Trace, sums []slo.Summary) error {
 
 // runScoreboard is `sloserve sim --scoreboard` (docs/scoreboard.md).
 func runScoreboard(ctx context.Context, e env, f simFlags) error {
-	c := experiment.ScoreboardConfig{Root: ".", Duration: f.duration, Seed: f.seed, Cache: openCache(f.noCache), Pool: pool.New(0)}
+	c := experiment.ScoreboardConfig{Root: ".", Duration: f.duration, Seed: f.seed, Cache: openCache(f.noCache), Pool: pool.New(0), TunePrefix: f.tunePrefix}
+	if f.tunePrefix < 0 {
+		return usagef("sim: --tune-prefix: must be ≥ 0, got %v", f.tunePrefix)
+	}
 	if f.traceDirs == "" {
 		c.TraceDirs = []string{"testdata/traces", "../shared/data/traces"}
 	} else {

@@ -67,6 +67,9 @@ type ScoreboardConfig struct {
 	Duration time.Duration
 	// Seed overrides every setting's seed when non-zero.
 	Seed uint64
+	// TunePrefix > 0 has the tuned baselines search on each tuning part's first TunePrefix and
+	// check their answer on the whole part (World.TunePrefix: faster, an approximation).
+	TunePrefix time.Duration
 	// Pool runs the scoreboard's independent runs, do(0 … n−1) (pool.New: on several
 	// goroutines); nil runs them one at a time, in order, on the caller's goroutine.
 	Pool func(ctx context.Context, n int, do func(i int))
@@ -99,7 +102,11 @@ type ScoreEntry struct {
 	Tuned *TunedInfo `json:"tuned,omitempty"`
 }
 
-// TunedInfo is what a tuned row's search found on the tuning part.
+// TunedInfo is what a tuned row's search found on the tuning part: the chosen options and
+// their full run's attainment and cost there. When no candidate met the target (Met false) they
+// are the best of the candidates that ran to the end; a probe stopped early (its misses passed
+// the part's allowance, or its bill the cheapest meeting candidate's) reports no attainment or
+// cost, so these two are not comparable across budgets. Runs counts the probes, stopped or not.
 type TunedInfo struct {
 	Options    tune.Options `json:"options"`
 	Attainment float64      `json:"tuning_attainment"`

@@ -174,6 +174,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 	}
 	w.Config.Trace = name
 	w.Key += "|" + name + "@" + d
+	w.TunePrefix = c.TunePrefix
 	job := func(row string, run func(ctx context.Context) (ScoreEntry, error)) *scoreJob {
 		return &scoreJob{setting: st.Name, trace: name, row: row, group: group, run: run}
 	}

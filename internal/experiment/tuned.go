@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -132,6 +134,10 @@ type World struct {
 	// Key identifies the setting's inputs (config and trace contents, scale, seed) in the cache.
 	Key   string
 	Cache *tune.Cache
+	// TunePrefix > 0 makes RunTuned search coarse to fine in time (searchPrefix): the knobs on
+	// the tuning part's first TunePrefix, then its answer checked on the whole part. An
+	// approximation (it can choose other options than the full search); 0 searches the whole part.
+	TunePrefix time.Duration
 }
 
 // decoder returns the Env.Decode of policy with o over the setting's section.
@@ -310,8 +316,15 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 	run := func(ctx context.Context, o tune.Options, p tune.Part, target float64) (tune.Outcome, error) {
 		return capped(ctx, o, p, target, 0)
 	}
-	r, err := tune.Search(ctx, tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, RunCapped: capped, Descent: true,
-		Target: w.Config.SLO.Target, Trace: w.Key}) // RunPolicy caches the runs
+	p := tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, RunCapped: capped, Descent: true,
+		Target: w.Config.SLO.Target, Trace: w.Key} // RunPolicy caches the runs
+	var r tune.Result
+	var err error
+	if w.TunePrefix > 0 && w.TunePrefix < tuning.Duration() {
+		r, err = w.searchPrefix(ctx, b, p, tuning, tp, load)
+	} else {
+		r, err = tune.Search(ctx, p)
+	}
 	if err != nil {
 		return TunedRun{}, err
 	}
@@ -321,4 +334,69 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 	}
 	s.Policy = b.Name
 	return TunedRun{Search: r, Summary: s}, nil
+}
+
+// searchPrefix is the coarse-to-fine search of World.TunePrefix (issue #17 item 6, an
+// approximation): p's search on the tuning part's first TunePrefix (the policy told the whole
+// part's load), then its answer run on the whole part; when that misses the target, the first
+// knob's safer values with the same grid knobs, one at a time, until one meets; when none does,
+// the full search. It chooses what the full search chooses when the prefix ranks the candidates
+// as the whole part does; Runs counts the prefix's runs and the whole part's.
+func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem, tuning *trace.Trace, tp TracePart, load sim.LoadStats) (tune.Result, error) {
+	pre, err := tuning.With(trace.Options{To: w.TunePrefix})
+	if err != nil {
+		return tune.Result{}, fmt.Errorf("%s: tuning prefix: %w", b.Name, err)
+	}
+	pp := TracePart{Part: tp.Part, From: tp.From, To: tp.From + w.TunePrefix}
+	full := p.Run
+	p.Run, p.RunCapped = w.tuningRun(b.Policy, pre, pp, load), nil
+	coarse, err := tune.Search(ctx, p)
+	if err != nil || !coarse.Met {
+		if err == nil {
+			p.Run = full
+			r, err := tune.Search(ctx, p)
+			r.Runs += coarse.Runs
+			return r, err
+		}
+		return coarse, err
+	}
+	first := p.Knobs[0]
+	at := 0
+	for i, v := range first.Values {
+		if v == coarse.Options[first.Path] {
+			at = i
+		}
+	}
+	runs := coarse.Runs
+	for i := at; i >= 0; i-- {
+		o := maps.Clone(coarse.Options)
+		o[first.Path] = first.Values[i]
+		out, err := full(ctx, o, tune.Tuning, p.Target)
+		if err != nil {
+			return tune.Result{}, err
+		}
+		runs++
+		if !out.Aborted && out.Attainment >= p.Target {
+			return tune.Result{Options: o, Tuning: out, Met: true, Runs: runs}, nil
+		}
+	}
+	p.Run = full
+	r, err := tune.Search(ctx, p)
+	r.Runs += runs
+	return r, err
+}
+
+// tuningRun is a tune.Run of policy on tr (part pp) under the exact miss budget.
+func (w World) tuningRun(policy string, tr *trace.Trace, pp TracePart, load sim.LoadStats) tune.Run {
+	budget := missBudget(tr, w.Config.Seed, w.Config.SLO.Target)
+	return func(ctx context.Context, o tune.Options, _ tune.Part, _ float64) (tune.Outcome, error) {
+		s, err := w.RunPolicy(ctx, policy, o, tr, pp, load, budget)
+		switch {
+		case errors.Is(err, sim.ErrMissBudget):
+			return tune.Outcome{Aborted: true}, nil
+		case err != nil:
+			return tune.Outcome{}, err
+		}
+		return tune.Outcome{Attainment: s.SLOAttainment, Cost: s.CostUSD.Total}, nil
+	}
 }

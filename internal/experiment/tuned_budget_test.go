@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -88,5 +89,48 @@ func TestExactMissBudget(t *testing.T) {
 	}
 	if met == 0 || stopped == 0 {
 		t.Fatalf("met %d, stopped %d: the test needs candidates on both sides of the target", met, stopped)
+	}
+}
+
+// TestTunePrefixChecksOnWholePart: the coarse-to-fine search (World.TunePrefix) searches a
+// prefix of the tuning part but answers only with options whose run on the whole part met the
+// target, and reports that whole-part run.
+func TestTunePrefixChecksOnWholePart(t *testing.T) {
+	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, DefaultScoreSettings()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
+	if err == nil {
+		tr, err = scaleTrace(tr, DefaultScoreSettings()[1].MaxRPS, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuning, eval, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 6*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.TunePrefix = 2 * time.Minute
+	for _, b := range DefaultTunedBaselines() {
+		if b.Name != "lambda-tuned" && b.Name != "sagemaker-ec2-tuned" {
+			continue
+		}
+		r, err := w.RunTuned(context.Background(), b, tuning, eval, parts[0], parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Search.Met || r.Search.Runs < 2 {
+			t.Fatalf("%s: met %v after %d runs, want a met answer checked on the whole part", b.Name, r.Search.Met, r.Search.Runs)
+		}
+		o := maps.Clone(r.Search.Options)
+		s, err := w.RunPolicy(context.Background(), b.Policy, o, tuning, parts[0], sim.Load(tuning), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.SLOAttainment < w.Config.SLO.Target || s.SLOAttainment != r.Search.Tuning.Attainment || s.CostUSD.Total != r.Search.Tuning.Cost {
+			t.Errorf("%s %s: whole part %.5f $%v, reported %.5f $%v (target %v)", b.Name, o.Key(), s.SLOAttainment, s.CostUSD.Total,
+				r.Search.Tuning.Attainment, r.Search.Tuning.Cost, w.Config.SLO.Target)
+		}
 	}
 }
