@@ -176,7 +176,7 @@ func (m *MissControl) Outcome(missed bool, now time.Time) float64 {
 		m.frac = MarginStart
 	}
 	// At the floor the relaxation leaves the fraction exactly where it is (0 × e^x = 0): the
-	// exponential is skipped (it was a tenth of a simulated request's CPU, issue #17).
+	// exponential is skipped (it was 7.6 % of a busy trace's run, pprof, issue #17).
 	if m.frac != MarginFloor && !m.at.IsZero() && now.After(m.at) {
 		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(now.Sub(m.at))/float64(MarginRelax))
 	}
