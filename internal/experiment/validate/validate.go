@@ -96,6 +96,10 @@ type Result struct {
 	Trace  string      `json:"trace"`
 	Live   slo.Summary `json:"live"`
 	Sim    slo.Summary `json:"sim"`
+	// SimNoStalls is the simulator without the measured stall process and with every
+	// round trip in the noise factors (the model before the stall probe), when the probe saw
+	// stalls: what the stall process changes, on the same arrivals and seed.
+	SimNoStalls *slo.Summary `json:"sim_without_stalls,omitempty"`
 	// LiveAttainments is every live run's attainment (Options.LiveRuns; Live is the first).
 	LiveAttainments []float64 `json:"live_attainments,omitempty"`
 }
@@ -210,6 +214,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 				return rep, fmt.Errorf("validate %s on %s: sim: %w", p, seg.Name, err)
 			}
 			res.Sim = sim
+			if prof.Stalls.Sim().Rate > 0 {
+				ns, err := runSim(ctx, o, p, prof.withoutStalls(), arr)
+				if err != nil {
+					return rep, fmt.Errorf("validate %s on %s: sim without stalls: %w", p, seg.Name, err)
+				}
+				res.SimNoStalls = &ns
+			}
 			rep.Results = append(rep.Results, res)
 		}
 	}

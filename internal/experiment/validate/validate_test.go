@@ -44,6 +44,9 @@ func TestValidateTiny(t *testing.T) {
 		len(rep.Profile.LaunchFactors) == 0 {
 		t.Fatalf("profile %+v: want %d points, a launch delay, noise factors and launch factors", rep.Profile, len(ProfileBatches))
 	}
+	if st := rep.Profile.Stalls; !(st.ProbeS > 0) || st.ThresholdMS != 5 || len(st.LengthsMS) != int(math.Round(st.RatePerS*st.ProbeS)) {
+		t.Fatalf("stalls %+v: want the probe's run, its threshold and its rate × run = the count of lengths", st)
+	}
 	b, err := json.Marshal(rep.Results)
 	if err != nil {
 		t.Fatal(err)
