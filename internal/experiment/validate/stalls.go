@@ -57,8 +57,12 @@ func (s StallsMeasured) String() string {
 		return fmt.Sprintf("no stall over %.0f ms in %.1f s", s.ThresholdMS, s.ProbeS)
 	}
 	ls := slices.Sorted(slices.Values(s.LengthsMS))
-	return fmt.Sprintf("%d stalls over %.0f ms in %.1f s (%.2f/s), length median %.1f ms, p90 %.1f ms, max %.1f ms; %d + %d round trips in stalls left out of the factors",
-		len(ls), s.ThresholdMS, s.ProbeS, s.RatePerS, ls[len(ls)/2], ls[len(ls)*9/10], ls[len(ls)-1], s.FactorsInStalls, s.LaunchFactorsInStalls)
+	out := fmt.Sprintf("%d stalls over %.0f ms in %.1f s (%.2f/s), length median %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms",
+		len(ls), s.ThresholdMS, s.ProbeS, s.RatePerS, ls[len(ls)/2], ls[len(ls)*9/10], ls[len(ls)*99/100], ls[len(ls)-1])
+	if s.FactorsInStalls+s.LaunchFactorsInStalls > 0 {
+		out += fmt.Sprintf("; %d + %d round trips in stalls left out of the factors", s.FactorsInStalls, s.LaunchFactorsInStalls)
+	}
+	return out
 }
 
 // stallProbe is the running probe.
@@ -108,13 +112,7 @@ func (p *stallProbe) finish() ([]span, time.Duration) {
 // count the same stall twice. When fewer than half the factors would be left (a machine
 // stalled most of the time), they are all kept and nothing is taken out.
 func (m *Measured) splitStalls(stalls []span, probe time.Duration) {
-	s := StallsMeasured{ProbeS: math.Round(probe.Seconds()*10) / 10, ThresholdMS: float64(StallThreshold) / float64(time.Millisecond)}
-	for _, st := range stalls {
-		s.LengthsMS = append(s.LengthsMS, math.Round(float64(st.to.Sub(st.from))/1e4)/100)
-	}
-	if probe > 0 {
-		s.RatePerS = float64(len(stalls)) / probe.Seconds()
-	}
+	s := stallsOf(stalls, probe)
 	all, allLaunch := m.Factors, m.LaunchFactors
 	var n int
 	m.Factors, n = outside(m.Factors, m.factorSpans, stalls)
@@ -123,6 +121,18 @@ func (m *Measured) splitStalls(stalls []span, probe time.Duration) {
 	s.LaunchFactorsInStalls = n
 	m.Stalls = s
 	m.allFactors, m.allLaunchFactors = all, allLaunch
+}
+
+// stallsOf is the probe's stalls as a rate and lengths (in 10 µs).
+func stallsOf(stalls []span, probe time.Duration) StallsMeasured {
+	s := StallsMeasured{ProbeS: math.Round(probe.Seconds()*10) / 10, ThresholdMS: float64(StallThreshold) / float64(time.Millisecond)}
+	for _, st := range stalls {
+		s.LengthsMS = append(s.LengthsMS, math.Round(float64(st.to.Sub(st.from))/1e4)/100)
+	}
+	if probe > 0 {
+		s.RatePerS = float64(len(stalls)) / probe.Seconds()
+	}
+	return s
 }
 
 // withoutStalls is the profile as the simulator took it before the stall probe: no stall

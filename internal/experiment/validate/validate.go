@@ -100,6 +100,11 @@ type Result struct {
 	// round trip in the noise factors (the model before the stall probe), when the probe saw
 	// stalls: what the stall process changes, on the same arrivals and seed.
 	SimNoStalls *slo.Summary `json:"sim_without_stalls,omitempty"`
+	// LiveStalls is what the stall probe measured on the host during the (first) live replay:
+	// the simulator's stall process for this row (the host's stalls as they were during the
+	// run, measured beside it, not fitted to its outcome; the profile's 10 s sample misses the
+	// rare long ones).
+	LiveStalls StallsMeasured `json:"live_stalls"`
 	// LiveAttainments is every live run's attainment (Options.LiveRuns; Live is the first).
 	LiveAttainments []float64 `json:"live_attainments,omitempty"`
 }
@@ -200,21 +205,24 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			fmt.Fprintf(o.Progress, "%s on %s: %d requests over %v (×%.0f compression), live ...\n", p, seg.Name, len(arr.Times), arr.Wall, arr.Compression)
 			res := Result{Policy: p, Trace: seg.Name}
 			for i := range o.LiveRuns {
-				live, err := runLive(ctx, o, p, prof, arr)
+				live, stalls, err := runLive(ctx, o, p, prof, arr)
 				if err != nil {
 					return rep, fmt.Errorf("validate %s on %s: live run %d: %w", p, seg.Name, i+1, err)
 				}
 				if i == 0 {
-					res.Live = live
+					res.Live, res.LiveStalls = live, stalls
 				}
 				res.LiveAttainments = append(res.LiveAttainments, live.SLOAttainment)
 			}
-			sim, err := runSim(ctx, o, p, prof, arr)
+			fmt.Fprintf(o.Progress, "  host stalls during the live run: %s\n", res.LiveStalls)
+			during := prof
+			during.Stalls = res.LiveStalls
+			sim, err := runSim(ctx, o, p, during, arr)
 			if err != nil {
 				return rep, fmt.Errorf("validate %s on %s: sim: %w", p, seg.Name, err)
 			}
 			res.Sim = sim
-			if prof.Stalls.Sim().Rate > 0 {
+			if during.Stalls.Sim().Rate > 0 {
 				ns, err := runSim(ctx, o, p, prof.withoutStalls(), arr)
 				if err != nil {
 					return rep, fmt.Errorf("validate %s on %s: sim without stalls: %w", p, seg.Name, err)
