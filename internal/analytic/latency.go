@@ -117,42 +117,18 @@ func (bt *Batching) Attainment(service []float64, t, cv float64) float64 {
 	if !(cv > 0) {
 		return bt.LatencyCDF(service, t)
 	}
-	sig := math.Sqrt(math.Log1p(cv * cv))
-	// Beyond zmax standard deviations of ln X the factor's tail (< 1e-12) is ignored.
-	const zmax = 7.0
-	lo, hi := math.Exp(-sig*sig/2-zmax*sig), math.Exp(-sig*sig/2+zmax*sig)
-	phi := func(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+	return bt.attainment(newNoiseTable(service, t, cv, bt.h))
+}
+
+// attainment is Attainment (cv > 0) with the log-normal integrals taken from tab, which must
+// have been made for this model's service times, threshold, noise and grid step.
+func (bt *Batching) attainment(tab *noiseTable) float64 {
 	total := 0.0
-	psi := make([]float64, bt.j+1)
 	for k := 0; k < bt.b; k++ {
-		s := service[k]
-		// G(y) = P(S·X ≤ y) and Ψ(y) = ∫_{-∞}^{y} G = y·G(y) − E[S·X; S·X ≤ y].
-		z := func(y float64) float64 { return (math.Log(y/s) + sig*sig/2) / sig }
-		g := func(y float64) float64 {
-			switch {
-			case y <= lo*s:
-				return 0
-			case y >= hi*s:
-				return 1
-			}
-			return phi(z(y))
-		}
-		ps := func(y float64) float64 {
-			switch {
-			case y <= lo*s:
-				return 0
-			case y >= hi*s:
-				return y - s
-			}
-			zy := z(y)
-			return y*phi(zy) - s*phi(zy-sig)
-		}
 		c := bt.cdf[k]
-		p := c[0] * g(t)
+		p := c[0] * tab.g(k, tab.t)
 		if bt.j > 0 && c[bt.j] > c[0] {
-			for u := range psi {
-				psi[u] = ps(t - float64(u)*bt.h)
-			}
+			psi := tab.row(k, bt.j+1)
 			for u := 0; u < bt.j; u++ {
 				if m := c[u+1] - c[u]; m > 0 {
 					// The mass m spread over waits [u·h, (u+1)·h]: m/h · ∫ G(t − w) dw.
@@ -161,11 +137,74 @@ func (bt *Batching) Attainment(service []float64, t, cv float64) float64 {
 			}
 		}
 		if atom := bt.total[k] - c[bt.j]; atom > 0 {
-			p += atom * g(t-bt.timeout)
+			p += atom * tab.g(k, tab.t-bt.timeout)
 		}
 		total += p
 	}
 	return math.Min(1, total)
+}
+
+// noiseTable holds, for service times S_k, a threshold t, a log-normal service factor of
+// coefficient of variation cv and a grid step h, the integrals Ψ_k(t − u·h) of Attainment: they
+// depend on neither the arrivals, the batch limit nor the timeout, so the optimiser computes
+// them once per memory size and grid step for all the timeouts and batch limits it evaluates
+// (each costs a logarithm and two erfc; they were most of Attainment's time, issue #17). Rows
+// grow on demand; the values are those Attainment computed inline, so results are unchanged.
+type noiseTable struct {
+	svc         []float64
+	t, h        float64
+	sig, lo, hi float64
+	rows        [][]float64
+}
+
+func newNoiseTable(service []float64, t, cv, h float64) *noiseTable {
+	sig := math.Sqrt(math.Log1p(cv * cv))
+	// Beyond zmax standard deviations of ln X the factor's tail (< 1e-12) is ignored.
+	const zmax = 7.0
+	return &noiseTable{svc: service, t: t, h: h, sig: sig, lo: math.Exp(-sig*sig/2 - zmax*sig),
+		hi: math.Exp(-sig*sig/2 + zmax*sig), rows: make([][]float64, len(service))}
+}
+
+// z returns the standardised log of y/S_k.
+func (tab *noiseTable) z(k int, y float64) float64 {
+	return (math.Log(y/tab.svc[k]) + tab.sig*tab.sig/2) / tab.sig
+}
+
+func phi(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
+// g returns G_k(y) = P(S_k·X ≤ y).
+func (tab *noiseTable) g(k int, y float64) float64 {
+	s := tab.svc[k]
+	switch {
+	case y <= tab.lo*s:
+		return 0
+	case y >= tab.hi*s:
+		return 1
+	}
+	return phi(tab.z(k, y))
+}
+
+// ps returns Ψ_k(y) = ∫_{-∞}^{y} G_k = y·G_k(y) − E[S_k·X; S_k·X ≤ y].
+func (tab *noiseTable) ps(k int, y float64) float64 {
+	s := tab.svc[k]
+	switch {
+	case y <= tab.lo*s:
+		return 0
+	case y >= tab.hi*s:
+		return y - s
+	}
+	zy := tab.z(k, y)
+	return y*phi(zy) - s*phi(zy-tab.sig)
+}
+
+// row returns Ψ_k(t − u·h) for u = 0..n−1.
+func (tab *noiseTable) row(k, n int) []float64 {
+	r := tab.rows[k]
+	for u := len(r); u < n; u++ {
+		r = append(r, tab.ps(k, tab.t-float64(u)*tab.h))
+	}
+	tab.rows[k] = r
+	return r[:n]
 }
 
 // Quantile returns the p-quantile (0 < p < 1) of the latency in seconds: the smallest t with

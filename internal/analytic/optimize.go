@@ -245,6 +245,7 @@ func (p Problem) pricing() Pricing {
 // candidate is one evaluated configuration.
 type candidate struct {
 	mem, b, j int
+	i         int     // index of mem in the searched memory sizes
 	cost, q   float64 // q: P_p in seconds (NaN until computed)
 	att       float64 // predicted attainment (NaN until computed)
 	within    float64 // predicted fraction within the SLO under ServiceCV (NaN until computed)
@@ -312,18 +313,19 @@ func Optimize(p Problem) (Plan, error) {
 	// floor is set (the plan if none reaches the floor).
 	var withinSLO *candidate
 	floor := p.Objective == MinCost && p.Attainment.Min > 0
+	cv := p.ServiceCV
+	attTabs, sloTabs := noiseTables{t: p.Attainment.Threshold.Seconds(), cv: p.Attainment.ServiceCV}, noiseTables{t: slo, cv: cv}
 	attain := func(c *candidate) float64 {
 		if math.IsNaN(c.att) {
-			c.att = c.bt.Attainment(c.svc, p.Attainment.Threshold.Seconds(), p.Attainment.ServiceCV)
+			c.att = attTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.att
 	}
-	cv := p.ServiceCV
 	// withinSLO returns the predicted fraction of requests within the SLO: LatencyCDF at the SLO
 	// for deterministic service, Attainment under the problem's noise otherwise.
 	withinSLOFrac := func(c *candidate) float64 {
 		if math.IsNaN(c.within) {
-			c.within = c.bt.Attainment(c.svc, slo, cv)
+			c.within = sloTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.within
 	}
@@ -398,7 +400,7 @@ func Optimize(p Problem) (Plan, error) {
 			for i, m := range mems {
 				explored++
 				s := svc[i][:b]
-				c := &candidate{mem: m, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
+				c := &candidate{mem: m, i: i, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
 				for k, pk := range bt.pmf {
 					c.cost += pk * price.CallCost(s[k], m)
 				}
@@ -498,4 +500,35 @@ func Optimize(p Problem) (Plan, error) {
 		return plan, fmt.Errorf("optimise: %w: cheapest is %.3g $/request > budget %.3g", ErrInfeasible, plan.CostPerRequest, p.Budget)
 	}
 	return plan, nil
+}
+
+// noiseTables are the noiseTable of each memory size (by its index in Optimize's list) and grid
+// step for one threshold and service noise, shared by every candidate Optimize evaluates.
+type noiseTables struct {
+	t, cv float64
+	tabs  map[noiseKey]*noiseTable
+}
+
+type noiseKey struct {
+	mem int
+	h   float64
+}
+
+// attainment returns bt.Attainment(service[:B], t, cv) for the memory size of index mem, whose
+// service times are service, with the integrals kept for the next candidate of the same memory
+// size and grid step.
+func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) float64 {
+	if !(ts.cv > 0) {
+		return bt.LatencyCDF(service[:bt.b], ts.t)
+	}
+	k := noiseKey{mem: mem, h: bt.h}
+	tab := ts.tabs[k]
+	if tab == nil {
+		if ts.tabs == nil {
+			ts.tabs = map[noiseKey]*noiseTable{}
+		}
+		tab = newNoiseTable(service, ts.t, ts.cv, bt.h)
+		ts.tabs[k] = tab
+	}
+	return bt.attainment(tab)
 }
