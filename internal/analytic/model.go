@@ -54,11 +54,10 @@ type Model struct {
 	// Per grid point g (time g·h):
 	f    [][]float64 // m×n: row i = e_{(0,i)}·e^{Q g h}
 	psiA [][]float64 // m×n: row i = e_{(0,i)}·Ψ(g h)·A
-	el   [][]float64 // n×b: e^{Q g h}·L (L: state → level indicator)
-	hl   [][]float64 // n×b: H(g h)·L
-	// hlSpan are hl's non-zero column spans per grid point (At's products skip the zeros).
-	hlSpan []span
-	emb    []float64 // (-D0)^{-1}·D1
+	// levelsAt's quantities (m×b each): with N the arrivals in g·h from phase i,
+	// dMass[i·b+d] = d·P(N = d) (d < b−1), tail[i·b+d] = P(N ≥ d), dTail[i·b+d] = d·P(N ≥ d).
+	dMass, tail, dTail [][]float64
+	emb                []float64 // (-D0)^{-1}·D1
 }
 
 // NewModel builds the model of arrivals a and maximum batch size maxBatch on the grid
@@ -91,24 +90,17 @@ func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 		}
 	}
 	e1 := expm(q, n, step)
-	h1 := upperRight(expm(block(q, arr, q, n), 2*n, step), n)
 	psi1 := upperRight(expm(block(q, identity(n), nil, n), 2*n, step), n)
 	md.emb, _ = a.embedded()
 
-	lmat := make([]float64, n*b)
-	for s := 0; s < n; s++ {
-		lmat[s*b+s/m] = 1
-	}
 	np := md.nmax + 1
 	md.f = make([][]float64, np)
 	md.psiA = make([][]float64, np)
-	md.el = make([][]float64, np)
-	md.hl = make([][]float64, np)
-	md.hlSpan = make([]span, np)
-	// One backing array per quantity instead of four slices per grid point (allocation was a
-	// sixth of NewModel's time in the scoreboard's profile).
+	md.dMass, md.tail, md.dTail = make([][]float64, np), make([][]float64, np), make([][]float64, np)
+	// One backing array per quantity instead of slices per grid point (allocation was a sixth
+	// of NewModel's time in the scoreboard's profile).
 	fs, pas := make([]float64, np*m*n), make([]float64, np*m*n)
-	els, hls := make([]float64, np*n*b), make([]float64, np*n*b)
+	dms, ts, dts := make([]float64, np*m*b), make([]float64, np*m*b), make([]float64, np*m*b)
 	at := func(all []float64, g, size int) []float64 { return all[g*size : (g+1)*size : (g+1)*size] }
 	f0 := at(fs, 0, m*n)
 	for i := 0; i < m; i++ {
@@ -117,21 +109,14 @@ func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 	md.f[0] = f0
 	psi := make([]float64, m*n) // Ψ(0) = 0
 	nextPsi := make([]float64, m*n)
-	copy(at(els, 0, n*b), lmat)
-	md.el[0] = at(els, 0, n*b)
-	md.hl[0] = at(hls, 0, n*b)
-	los, his := make([]int32, np*n), make([]int32, np*n)
-	spanAt := func(g int) span { return span{lo: los[g*n : (g+1)*n], hi: his[g*n : (g+1)*n]} }
-	md.hlSpan[0] = spanAt(0)
-	md.hlSpan[0].find(md.hl[0], n, b)
-	elS := spans(md.el[0], n, b)
-	tmp := make([]float64, n*b)
 	// The fixed right-hand factors' non-zero spans, found once (see span).
 	arrS, e1S, psi1S := spans(arr, n, n), spans(e1, n, n), spans(psi1, n, n)
 	for g := 0; g < np; g++ {
 		pa := at(pas, g, m*n)
 		matMulSpan(pa, psi, arr, m, n, n, arrS)
 		md.psiA[g] = pa
+		md.dMass[g], md.tail[g], md.dTail[g] = at(dms, g, m*b), at(ts, g, m*b), at(dts, g, m*b)
+		md.levels(g)
 		if g == np-1 {
 			break
 		}
@@ -143,21 +128,65 @@ func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 			nextPsi[i] += psi[i]
 		}
 		psi, nextPsi = nextPsi, psi
-		elS.find(md.el[g], n, b)
-		nextEL := at(els, g+1, n*b)
-		matMulSpan(nextEL, e1, md.el[g], n, n, b, elS)
-		md.el[g+1] = nextEL
-		nextHL := at(hls, g+1, n*b)
-		matMulSpan(nextHL, e1, md.hl[g], n, n, b, md.hlSpan[g])
-		matMulSpan(tmp, h1, md.el[g], n, n, b, elS)
-		for i := range nextHL {
-			nextHL[i] += tmp[i]
-		}
-		md.hl[g+1] = nextHL
-		md.hlSpan[g+1] = spanAt(g + 1)
-		md.hlSpan[g+1].find(nextHL, n, b)
 	}
 	return md, nil
+}
+
+// levels fills grid point g's level quantities from f[g]. Only row block 0 of e^{Qt} is kept
+// (f): below the full level the buffer's levels are translation invariant (Q's blocks depend on
+// the level difference only), so from state (ℓ, i) the level k < B−1 is reached at t with the
+// probability P_i(N(t) = k−ℓ) of row (0, i), and the full level B−1 with P_i(N(t) ≥ B−1−ℓ);
+// e^{Qt}·L (L: state → level indicator) is this Toeplitz matrix. The Van Loan integral H(t) of
+// the arrival part A counts the arrivals on the way (H_{xy}(t) = E_x[arrivals in [0, t]; X(t) =
+// y]), and every arrival raises the level by one, so H(t)·L is e^{Qt}·L with each entry
+// weighted by the level difference k−ℓ. NewModel once built both as n×B matrices by n×n
+// products per grid point (B times the work of f; 56 % of the week-long Azure runs, issue #17);
+// the identity makes them O(m·B) per grid point. Same values up to rounding (≤ 1e-15).
+func (md *Model) levels(g int) {
+	m, n, b := md.m, md.n, md.b
+	f, dMass, tail, dTail := md.f[g], md.dMass[g], md.tail[g], md.dTail[g]
+	for i := 0; i < m; i++ {
+		mass := tail[i*b : (i+1)*b] // P(N = d) first, made into the tail below
+		for d := 0; d < b; d++ {
+			s := 0.0
+			for _, x := range f[i*n+d*m : i*n+(d+1)*m] {
+				s += x
+			}
+			mass[d] = s
+			if d < b-1 {
+				dMass[i*b+d] = float64(d) * s
+			}
+		}
+		for d := b - 2; d >= 0; d-- {
+			mass[d] += mass[d+1] // the full level holds P(N ≥ B−1)
+		}
+		for d := 0; d < b; d++ {
+			dTail[i*b+d] = float64(d) * mass[d]
+		}
+	}
+}
+
+// tagged sets y[k] = x·H(u·h)·L, the column k of the tagged requests' term of At, for a row
+// vector x over the states (levels.'s identity: Σ_{ℓ,i} x_{ℓ,i}·(k−ℓ)·P_i(N = k−ℓ), and for the
+// full level B−1 the weight (B−1−ℓ)·P_i(N ≥ B−1−ℓ)).
+func (md *Model) tagged(y, x []float64, u int) {
+	m, b := md.m, md.b
+	clear(y)
+	dMass, dTail := md.dMass[u], md.dTail[u]
+	for l := 0; l < b-1; l++ {
+		for i := 0; i < m; i++ {
+			v := x[l*m+i]
+			if v == 0 {
+				continue
+			}
+			src := dMass[i*b+1 : i*b+b-1-l]
+			out := y[l+1 : b-1]
+			for k, w := range src {
+				out[k] += v * w
+			}
+			y[b-1] += v * dTail[i*b+b-1-l]
+		}
+	}
 }
 
 // MaxBatch returns B.
@@ -233,7 +262,7 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 	pa := make([]float64, n)
 	for u := 0; u <= j; u++ {
 		x := fv(j - u)
-		vecMatSpan(y, x, md.hl[u], n, b, md.hlSpan[u])
+		md.tagged(y, x, u)
 		for k := 0; k < b; k++ {
 			bt.cdf[k][u] = y[k]
 		}
@@ -247,13 +276,13 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 				pa[s] += nu[i] * v
 			}
 		}
-		el := md.el[u]
+		tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
 		extra := 0.0
 		for s := 0; s < n; s++ {
-			extra += pa[s] * el[s*b+b-1]
+			extra += pa[s] * tail[(s%m)*b+b-1-s/m]
 		}
 		for i := 0; i < m; i++ {
-			extra += nu[i] * el[i*b+b-1]
+			extra += nu[i] * tail[i*b+b-1]
 		}
 		bt.cdf[b-1][u] += extra
 	}
