@@ -255,8 +255,9 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 		bt.meanK += float64(k+1) * p
 	}
 	bt.cdf = make([][]float64, b)
+	cdfs := make([]float64, b*(j+1))
 	for k := range bt.cdf {
-		bt.cdf[k] = make([]float64, j+1)
+		bt.cdf[k] = cdfs[k*(j+1) : (k+1)*(j+1) : (k+1)*(j+1)]
 	}
 	y := make([]float64, b)
 	pa := make([]float64, n)
@@ -278,8 +279,10 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 		}
 		tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
 		extra := 0.0
-		for s := 0; s < n; s++ {
-			extra += pa[s] * tail[(s%m)*b+b-1-s/m]
+		for l := 0; l < b; l++ {
+			for i, v := range pa[l*m : (l+1)*m] {
+				extra += v * tail[i*b+b-1-l]
+			}
 		}
 		for i := 0; i < m; i++ {
 			extra += nu[i] * tail[i*b+b-1]
