@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // ErrOffGrid reports a timeout that is not a multiple of a Model's time step.
@@ -58,6 +59,10 @@ type Model struct {
 	// dMass[i·b+d] = d·P(N = d) (d < b−1), tail[i·b+d] = P(N ≥ d), dTail[i·b+d] = d·P(N ≥ d).
 	dMass, tail, dTail [][]float64
 	emb                []float64 // (-D0)^{-1}·D1
+	// q and arrA are Q and its arrival part A; once builds psiA and the level quantities
+	// (tagging), which only the wait distribution needs.
+	q, arrA []float64
+	once    sync.Once
 }
 
 // NewModel builds the model of arrivals a and maximum batch size maxBatch on the grid
@@ -89,47 +94,62 @@ func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 			}
 		}
 	}
+	md.q, md.arrA = q, arr
 	e1 := expm(q, n, step)
-	psi1 := upperRight(expm(block(q, identity(n), nil, n), 2*n, step), n)
 	md.emb, _ = a.embedded()
-
 	np := md.nmax + 1
 	md.f = make([][]float64, np)
-	md.psiA = make([][]float64, np)
-	md.dMass, md.tail, md.dTail = make([][]float64, np), make([][]float64, np), make([][]float64, np)
 	// One backing array per quantity instead of slices per grid point (allocation was a sixth
 	// of NewModel's time in the scoreboard's profile).
-	fs, pas := make([]float64, np*m*n), make([]float64, np*m*n)
-	dms, ts, dts := make([]float64, np*m*b), make([]float64, np*m*b), make([]float64, np*m*b)
-	at := func(all []float64, g, size int) []float64 { return all[g*size : (g+1)*size : (g+1)*size] }
-	f0 := at(fs, 0, m*n)
+	fs := make([]float64, np*m*n)
+	f0 := fs[: m*n : m*n]
 	for i := 0; i < m; i++ {
 		f0[i*n+i] = 1
 	}
 	md.f[0] = f0
+	// The fixed right-hand factor's non-zero spans, found once (see span).
+	e1S := spans(e1, n, n)
+	for g := 0; g+1 < np; g++ {
+		nextF := fs[(g+1)*m*n : (g+2)*m*n : (g+2)*m*n]
+		matMulSpan(nextF, md.f[g], e1, m, n, n, e1S)
+		md.f[g+1] = nextF
+	}
+	return md, nil
+}
+
+// tagging builds, once, what only the wait distribution needs (Batching.fill): Ψ(g·h)·A and
+// the level quantities per grid point. The batch-size law (Model.law) needs f alone, and the
+// optimiser rules most candidates out on it (attainmentBound), so a model whose candidates are
+// all ruled out never builds them.
+func (md *Model) tagging() { md.once.Do(md.buildTagging) }
+
+func (md *Model) buildTagging() {
+	m, b, n := md.m, md.b, md.n
+	psi1 := upperRight(expm(block(md.q, identity(n), nil, n), 2*n, md.h), n)
+	np := md.nmax + 1
+	md.psiA = make([][]float64, np)
+	md.dMass, md.tail, md.dTail = make([][]float64, np), make([][]float64, np), make([][]float64, np)
+	pas := make([]float64, np*m*n)
+	dms, ts, dts := make([]float64, np*m*b), make([]float64, np*m*b), make([]float64, np*m*b)
+	at := func(all []float64, g, size int) []float64 { return all[g*size : (g+1)*size : (g+1)*size] }
 	psi := make([]float64, m*n) // Ψ(0) = 0
 	nextPsi := make([]float64, m*n)
-	// The fixed right-hand factors' non-zero spans, found once (see span).
-	arrS, e1S, psi1S := spans(arr, n, n), spans(e1, n, n), spans(psi1, n, n)
+	arrS, psi1S := spans(md.arrA, n, n), spans(psi1, n, n)
 	for g := 0; g < np; g++ {
 		pa := at(pas, g, m*n)
-		matMulSpan(pa, psi, arr, m, n, n, arrS)
+		matMulSpan(pa, psi, md.arrA, m, n, n, arrS)
 		md.psiA[g] = pa
 		md.dMass[g], md.tail[g], md.dTail[g] = at(dms, g, m*b), at(ts, g, m*b), at(dts, g, m*b)
 		md.levels(g)
 		if g == np-1 {
 			break
 		}
-		nextF := at(fs, g+1, m*n)
-		matMulSpan(nextF, md.f[g], e1, m, n, n, e1S)
-		md.f[g+1] = nextF
 		matMulSpan(nextPsi, md.f[g], psi1, m, n, n, psi1S)
 		for i := range nextPsi {
 			nextPsi[i] += psi[i]
 		}
 		psi, nextPsi = nextPsi, psi
 	}
-	return md, nil
 }
 
 // levels fills grid point g's level quantities from f[g]. Only row block 0 of e^{Qt} is kept
@@ -201,6 +221,18 @@ func (md *Model) Horizon() float64 { return float64(md.nmax) * md.h }
 // At returns the batch-size and latency model for timeout T seconds, which must be a multiple of
 // the grid step within the horizon (ErrOffGrid otherwise). T = 0 dispatches every request alone.
 func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
+	bt, err := md.law(timeout, start)
+	if err != nil {
+		return nil, err
+	}
+	bt.fill()
+	return bt, nil
+}
+
+// law is At without the wait distribution: the batch-size law (pmf, E[K], ρ and the atom at
+// T), which costs one vector per timeout; Batching.fill adds the wait distribution (the
+// O(T/h·B²·m) part) when a caller needs it. Only this package sees an unfilled Batching.
+func (md *Model) law(timeout float64, start StartPhase) (*Batching, error) {
 	j := int(math.Round(timeout / md.h))
 	if timeout < 0 || j > md.nmax || math.Abs(float64(j)*md.h-timeout) > 1e-9*math.Max(1, timeout) {
 		return nil, fmt.Errorf("%w: timeout %g s, step %g s, horizon %g s", ErrOffGrid, timeout, md.h, md.Horizon())
@@ -228,24 +260,7 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 	}
 	nu := md.startPhase(j, start)
 	bt.start = nu
-	// fv and the loop below reuse their buffers: At runs on every re-fit of BATCH's optimiser,
-	// and allocating them per grid point was a tenth of the scoreboard's CPU (pprof).
-	buf := make([]float64, n)
-	fv := func(g int) []float64 {
-		out := buf
-		clear(out)
-		for i := 0; i < m; i++ {
-			if nu[i] == 0 {
-				continue
-			}
-			row := md.f[g][i*n : (i+1)*n]
-			for s, x := range row {
-				out[s] += nu[i] * x
-			}
-		}
-		return out
-	}
-	fT := fv(j)
+	fT := md.mix(make([]float64, n), nu, j)
 	bt.pmf = make([]float64, b)
 	for s, x := range fT {
 		bt.pmf[s/m] += x
@@ -254,29 +269,63 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 	for k, p := range bt.pmf {
 		bt.meanK += float64(k+1) * p
 	}
+	bt.atom = make([]float64, b)
+	bt.total = make([]float64, b)
+	for k := 0; k < b-1; k++ {
+		bt.atom[k] = bt.pmf[k] // the first request of a batch that times out waits exactly T
+	}
+	for k := 0; k < b; k++ {
+		bt.atom[k] /= bt.meanK
+		bt.total[k] = float64(k+1) * bt.pmf[k] / bt.meanK
+	}
+	bt.lazy = md
+	return bt, nil
+}
+
+// mix sets out to nu·f[g] (the state distribution at g·h from start phases nu) and returns it.
+func (md *Model) mix(out, nu []float64, g int) []float64 {
+	m, n := md.m, md.n
+	clear(out)
+	for i := 0; i < m; i++ {
+		if nu[i] == 0 {
+			continue
+		}
+		row := md.f[g][i*n : (i+1)*n]
+		for s, x := range row {
+			out[s] += nu[i] * x
+		}
+	}
+	return out
+}
+
+// fill computes the wait distribution of a law from its model (a no-op once done). One
+// goroutine owns an unfilled Batching.
+func (bt *Batching) fill() {
+	md := bt.lazy
+	if md == nil {
+		return
+	}
+	bt.lazy = nil
+	md.tagging()
+	b, m, n, j, nu := md.b, md.m, md.n, bt.j, bt.start
 	bt.cdf = make([][]float64, b)
 	cdfs := make([]float64, b*(j+1))
 	for k := range bt.cdf {
 		bt.cdf[k] = cdfs[k*(j+1) : (k+1)*(j+1) : (k+1)*(j+1)]
 	}
+	// The buffers are reused across grid points: allocating them per grid point was a tenth
+	// of the scoreboard's CPU (pprof).
+	buf := make([]float64, n)
 	y := make([]float64, b)
 	pa := make([]float64, n)
 	for u := 0; u <= j; u++ {
-		x := fv(j - u)
+		x := md.mix(buf, nu, j-u)
 		md.tagged(y, x, u)
 		for k := 0; k < b; k++ {
 			bt.cdf[k][u] = y[k]
 		}
 		// Full batches: tags at s ≤ T−u that fill within u, and the first request.
-		clear(pa)
-		for i := 0; i < m; i++ {
-			if nu[i] == 0 {
-				continue
-			}
-			for s, v := range md.psiA[j-u][i*n : (i+1)*n] {
-				pa[s] += nu[i] * v
-			}
-		}
+		md.mixPsiA(pa, nu, j-u)
 		tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
 		extra := 0.0
 		for l := 0; l < b; l++ {
@@ -289,19 +338,25 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 		}
 		bt.cdf[b-1][u] += extra
 	}
-	bt.atom = make([]float64, b)
-	bt.total = make([]float64, b)
-	for k := 0; k < b-1; k++ {
-		bt.atom[k] = bt.pmf[k] // the first request of a batch that times out waits exactly T
-	}
 	for k := 0; k < b; k++ {
 		for u := range bt.cdf[k] {
 			bt.cdf[k][u] /= bt.meanK
 		}
-		bt.atom[k] /= bt.meanK
-		bt.total[k] = float64(k+1) * bt.pmf[k] / bt.meanK
 	}
-	return bt, nil
+}
+
+// mixPsiA sets out to nu·Ψ(g·h)·A.
+func (md *Model) mixPsiA(out, nu []float64, g int) {
+	m, n := md.m, md.n
+	clear(out)
+	for i := 0; i < m; i++ {
+		if nu[i] == 0 {
+			continue
+		}
+		for s, v := range md.psiA[g][i*n : (i+1)*n] {
+			out[s] += nu[i] * v
+		}
+	}
 }
 
 // startPhase returns π(0) restricted to level 0 (a distribution over phases).

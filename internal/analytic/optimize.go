@@ -317,6 +317,7 @@ func Optimize(p Problem) (Plan, error) {
 	attTabs, sloTabs := noiseTables{t: p.Attainment.Threshold.Seconds(), cv: p.Attainment.ServiceCV}, noiseTables{t: slo, cv: cv}
 	attain := func(c *candidate) float64 {
 		if math.IsNaN(c.att) {
+			c.bt.fill()
 			c.att = attTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.att
@@ -325,6 +326,7 @@ func Optimize(p Problem) (Plan, error) {
 	// for deterministic service, Attainment under the problem's noise otherwise.
 	withinSLOFrac := func(c *candidate) float64 {
 		if math.IsNaN(c.within) {
+			c.bt.fill()
 			c.within = sloTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.within
@@ -334,11 +336,14 @@ func Optimize(p Problem) (Plan, error) {
 	// and sloTies for the SLO constraint alone under a floor) and picks among those within
 	// tieCost of the cheapest overall: the lowest P_p, then the earliest (smaller B, T, memory).
 	var ties, sloTies []*candidate
+	// missed are the candidates checked and found outside the SLO, in the search's order.
+	var missed []*candidate
 	bestCost, sloCost := math.Inf(1), math.Inf(1)
 	costTie := func(c, m float64) bool { return c <= m*(1+tieCost) }
 	// pp returns a candidate's P_p (under the problem's service noise), computed once.
 	pp := func(c *candidate) float64 {
 		if math.IsNaN(c.q) {
+			c.bt.fill()
 			c.q = c.bt.QuantileCV(c.svc, pct, cv)
 		}
 		return c.q
@@ -393,7 +398,7 @@ func Optimize(p Problem) (Plan, error) {
 			}
 		}
 		for _, j := range js {
-			bt, err := p.models.at(md, float64(j*r)*md.Step(), p.Start)
+			bt, err := p.models.law(md, float64(j*r)*md.Step(), p.Start)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
 			}
@@ -413,28 +418,21 @@ func Optimize(p Problem) (Plan, error) {
 					if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
 						continue
 					}
-					if withinSLOFrac(c) >= pct {
-						if floor && costTie(c.cost, sloCost) {
-							sloTies = append(sloTies, c)
-							sloCost = math.Min(sloCost, c.cost)
-						}
-						if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
-							ties = append(ties, c)
-							bestCost = math.Min(bestCost, c.cost)
-						}
-					} else if cv > 0 {
-						// Best effort if nothing is feasible: the most requests within the SLO.
-						if fallback == nil || c.within > fallback.within {
-							fallback = c
-						}
-					} else {
-						// Best effort if nothing is feasible: the lowest P_p.
-						c.q, _ = bt.Quantile(s, pct)
-						if better(c, fallback, false) {
-							fallback = c
-						}
+					if sloTabs.ruledOut(bt, i, svc[i], pct) || withinSLOFrac(c) < pct {
+						// The best effort, if nothing is feasible, is chosen among these at the end.
+						missed = append(missed, c)
+						continue
+					}
+					if floor && costTie(c.cost, sloCost) {
+						sloTies = append(sloTies, c)
+						sloCost = math.Min(sloCost, c.cost)
+					}
+					if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
+						ties = append(ties, c)
+						bestCost = math.Min(bestCost, c.cost)
 					}
 				case MinLatency:
+					bt.fill()
 					if c.cost <= p.Budget {
 						c.q, _ = bt.Quantile(s, pct)
 						if better(c, best, false) {
@@ -449,6 +447,23 @@ func Optimize(p Problem) (Plan, error) {
 	}
 	if p.Objective == MinCost {
 		best, withinSLO = pick(ties, bestCost), pick(sloTies, sloCost)
+		if best == nil && withinSLO == nil {
+			// Best effort: the most requests within the SLO under the noise, or the lowest P_p,
+			// the first in the search's order on a tie (as when it was kept while searching).
+			for _, c := range missed {
+				if cv > 0 {
+					if withinSLOFrac(c); fallback == nil || c.within > fallback.within {
+						fallback = c
+					}
+					continue
+				}
+				c.bt.fill()
+				c.q, _ = c.bt.Quantile(c.svc, pct)
+				if better(c, fallback, false) {
+					fallback = c
+				}
+			}
+		}
 	}
 	floorDropped := floor && best == nil && withinSLO != nil
 	if floorDropped {
@@ -514,12 +529,11 @@ type noiseKey struct {
 	h   float64
 }
 
-// attainment returns bt.Attainment(service[:B], t, cv) for the memory size of index mem, whose
-// service times are service, with the integrals kept for the next candidate of the same memory
-// size and grid step.
-func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) float64 {
+// table returns the noiseTable of the memory size of index mem (service times service) at bt's
+// grid step, nil without noise.
+func (ts *noiseTables) table(bt *Batching, mem int, service []float64) *noiseTable {
 	if !(ts.cv > 0) {
-		return bt.LatencyCDF(service[:bt.b], ts.t)
+		return nil
 	}
 	k := noiseKey{mem: mem, h: bt.h}
 	tab := ts.tabs[k]
@@ -530,5 +544,31 @@ func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) floa
 		tab = newNoiseTable(service, ts.t, ts.cv, bt.h)
 		ts.tabs[k] = tab
 	}
-	return bt.attainment(tab)
+	return tab
+}
+
+// attainment returns bt.Attainment(service[:B], t, cv) for the memory size of index mem, whose
+// service times are service, with the integrals kept for the next candidate of the same memory
+// size and grid step. bt must be filled.
+func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) float64 {
+	if tab := ts.table(bt, mem, service); tab != nil {
+		return bt.attainment(tab)
+	}
+	return bt.LatencyCDF(service[:bt.b], ts.t)
+}
+
+// boundMargin is how far below the target attainmentBound must be to rule a candidate out: the
+// bound holds exactly in exact arithmetic and the computed attainment differs from the exact
+// one by rounding (~1e-15), so with this margin a ruled-out candidate is one the full
+// computation finds infeasible too, and the plan is unchanged.
+const boundMargin = 1e-9
+
+// ruledOut reports whether bt's batch-size law alone shows that fewer than pct of requests
+// are within the threshold (attainmentBound), for a law whose wait distribution is not
+// computed yet (a computed one is checked exactly by the caller, at the same cost).
+func (ts *noiseTables) ruledOut(bt *Batching, mem int, service []float64, pct float64) bool {
+	if bt.lazy == nil {
+		return false
+	}
+	return bt.attainmentBound(service, ts.t, ts.table(bt, mem, service)) < pct-boundMargin
 }
