@@ -132,6 +132,9 @@ type Problem struct {
 
 	// models, when set, shares the batching models between the problems of one Solve.
 	models *modelCache
+	// eager checks every candidate on its full latency distribution (no attainmentBound): the
+	// tests compare the two searches.
+	eager bool
 }
 
 // AttainmentSpec is a second, optional constraint of Eq. 2 (not in BATCH): the fraction of
@@ -418,7 +421,7 @@ func Optimize(p Problem) (Plan, error) {
 					if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
 						continue
 					}
-					if sloTabs.ruledOut(bt, i, svc[i], pct) || withinSLOFrac(c) < pct {
+					if (!p.eager && sloTabs.ruledOut(bt, i, svc[i], pct)) || withinSLOFrac(c) < pct {
 						// The best effort, if nothing is feasible, is chosen among these at the end.
 						missed = append(missed, c)
 						continue
