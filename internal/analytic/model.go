@@ -67,7 +67,8 @@ type Model struct {
 
 // NewModel builds the model of arrivals a and maximum batch size maxBatch on the grid
 // 0, step, 2·step, …, horizon (seconds); every timeout evaluated later must be on that grid.
-// The cost is O((horizon/step)·(m·B)²·B).
+// The cost is O((horizon/step)·m·(m·B)²) for the batch-size law and as much again, once, for
+// the wait distribution (Model.tagging).
 func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 	switch {
 	case a == nil:
