@@ -30,12 +30,18 @@ func sumWorker(t *testing.T) *httptest.Server {
 
 func newHTTPGateway(t *testing.T, pol *fixedPolicy, worker string) (*Gateway, *httptest.Server) {
 	t.Helper()
+	return newHTTPGatewaySLO(t, pol, worker, slo.DefaultSpec())
+}
+
+// newHTTPGatewaySLO is newHTTPGateway with model m's SLO spec.
+func newHTTPGatewaySLO(t *testing.T, pol *fixedPolicy, worker string, spec slo.Spec) (*Gateway, *httptest.Server) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	g, err := New(Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.AddModel(Model{Name: "m", SLO: slo.DefaultSpec(), Policy: pol, QueueLimit: 64}); err != nil {
+	if err := g.AddModel(Model{Name: "m", SLO: spec, Policy: pol, QueueLimit: 64}); err != nil {
 		t.Fatal(err)
 	}
 	if worker != "" {
