@@ -154,3 +154,31 @@ func TestOptimizeBoundKeepsThePlan(t *testing.T) {
 		t.Error("no case exercised the best effort")
 	}
 }
+
+// TestModelAtConcurrent: a Model stays safe for concurrent use though it builds its wait
+// quantities on the first At (Model.tagging); under -race this fails without the sync.Once.
+func TestModelAtConcurrent(t *testing.T) {
+	md, err := NewModel(mustMAP(t)(MMPP2(10, 60, 0.2, 0.3)), 6, 0.01, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Analyze(md.arr, 6, 0.1, StartExact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			bt, err := md.At(0.1, StartExact)
+			if err == nil && math.Abs(bt.WaitCDF(0.05)-want.WaitCDF(0.05)) > 1e-3 {
+				err = fmt.Errorf("P(W ≤ 50 ms) = %g, Analyze %g", bt.WaitCDF(0.05), want.WaitCDF(0.05))
+			}
+			errs <- err
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
