@@ -172,6 +172,41 @@ func (bt *Batching) attainmentBound(service []float64, t float64, tab *noiseTabl
 	return ub
 }
 
+// coarseBound is an upper bound of Attainment under tab's noise from the law's wait
+// distribution at about points grid points U_0 = 0 < U_1 < … < U_A = j only (Model.waitAt, the
+// values fill would compute): the wait mass between U_a and U_{a+1} is within the threshold
+// with probability at most G(t − U_a·h), G being non-decreasing, which bounds Attainment's
+// integral over that stretch. The law must be unfilled (its model's).
+func (bt *Batching) coarseBound(tab *noiseTable, points int) float64 {
+	md, b, j := bt.lazy, bt.b, bt.j
+	md.tagging()
+	w := md.newWaitScratch()
+	us := make([]int, 0, points+1)
+	for a := 0; a <= points; a++ {
+		if u := a * j / points; len(us) == 0 || u > us[len(us)-1] {
+			us = append(us, u)
+		}
+	}
+	cols := make([]float64, len(us)*b)
+	for a, u := range us {
+		copy(cols[a*b:(a+1)*b], md.waitAt(bt, u, w))
+	}
+	ub := 0.0
+	for k := 0; k < b; k++ {
+		p := cols[k] * tab.g(k, tab.t)
+		for a := 0; a+1 < len(us); a++ {
+			if d := cols[(a+1)*b+k] - cols[a*b+k]; d > 0 {
+				p += d * tab.g(k, tab.t-float64(us[a])*bt.h)
+			}
+		}
+		if atom := bt.total[k] - cols[(len(us)-1)*b+k]; atom > 0 {
+			p += atom * tab.g(k, tab.t-bt.timeout)
+		}
+		ub += p
+	}
+	return ub
+}
+
 // noiseTable holds, for service times S_k, a threshold t, a log-normal service factor of
 // coefficient of variation cv and a grid step h, the integrals Ψ_k(t − u·h) of Attainment: they
 // depend on neither the arrivals, the batch limit nor the timeout, so the optimiser computes

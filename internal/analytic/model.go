@@ -308,7 +308,7 @@ func (bt *Batching) fill() {
 	}
 	bt.lazy = nil
 	md.tagging()
-	b, m, n, j, nu := md.b, md.m, md.n, bt.j, bt.start
+	b, j := md.b, bt.j
 	bt.cdf = make([][]float64, b)
 	cdfs := make([]float64, b*(j+1))
 	for k := range bt.cdf {
@@ -316,34 +316,47 @@ func (bt *Batching) fill() {
 	}
 	// The buffers are reused across grid points: allocating them per grid point was a tenth
 	// of the scoreboard's CPU (pprof).
-	buf := make([]float64, n)
-	y := make([]float64, b)
-	pa := make([]float64, n)
+	w := md.newWaitScratch()
 	for u := 0; u <= j; u++ {
-		x := md.mix(buf, nu, j-u)
-		md.tagged(y, x, u)
+		y := md.waitAt(bt, u, w)
 		for k := 0; k < b; k++ {
 			bt.cdf[k][u] = y[k]
 		}
-		// Full batches: tags at s ≤ T−u that fill within u, and the first request.
-		md.mixPsiA(pa, nu, j-u)
-		tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
-		extra := 0.0
-		for l := 0; l < b; l++ {
-			for i, v := range pa[l*m : (l+1)*m] {
-				extra += v * tail[i*b+b-1-l]
-			}
-		}
-		for i := 0; i < m; i++ {
-			extra += nu[i] * tail[i*b+b-1]
-		}
-		bt.cdf[b-1][u] += extra
 	}
-	for k := 0; k < b; k++ {
-		for u := range bt.cdf[k] {
-			bt.cdf[k][u] /= bt.meanK
+}
+
+// waitScratch holds waitAt's buffers.
+type waitScratch struct{ buf, y, pa []float64 }
+
+func (md *Model) newWaitScratch() waitScratch {
+	return waitScratch{buf: make([]float64, md.n), y: make([]float64, md.b), pa: make([]float64, md.n)}
+}
+
+// waitAt returns the column u of the law's (unfilled or not) wait distribution, cdf[k][u] for
+// every k, computed as fill computes it — each grid point independently of the others, so the
+// values are bit-identical to fill's. The model's tagging must be built.
+func (md *Model) waitAt(bt *Batching, u int, w waitScratch) []float64 {
+	b, m, j, nu := md.b, md.m, bt.j, bt.start
+	x := md.mix(w.buf, nu, j-u)
+	y := w.y
+	md.tagged(y, x, u)
+	// Full batches: tags at s ≤ T−u that fill within u, and the first request.
+	md.mixPsiA(w.pa, nu, j-u)
+	tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
+	extra := 0.0
+	for l := 0; l < b; l++ {
+		for i, v := range w.pa[l*m : (l+1)*m] {
+			extra += v * tail[i*b+b-1-l]
 		}
 	}
+	for i := 0; i < m; i++ {
+		extra += nu[i] * tail[i*b+b-1]
+	}
+	y[b-1] += extra
+	for k := range y {
+		y[k] /= bt.meanK
+	}
+	return y
 }
 
 // mixPsiA sets out to nu·Ψ(g·h)·A.

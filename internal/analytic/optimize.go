@@ -560,11 +560,12 @@ func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) floa
 	return bt.LatencyCDF(service[:bt.b], ts.t)
 }
 
-// boundMargin is how far below the target attainmentBound must be to rule a candidate out: the
-// bound holds exactly in exact arithmetic and the computed attainment differs from the exact
-// one by rounding (~1e-15), so with this margin a ruled-out candidate is one the full
-// computation finds infeasible too, and the plan is unchanged.
-const boundMargin = 1e-9
+// boundMargin is how far below the target a bound must be to rule a candidate out: the bounds
+// hold in exact arithmetic and the computed attainment differs from the exact one by rounding
+// (~1e-15) and by the log-normal's cut-off at 7σ (Ψ's jumps there, ~1e-13·S_k, over a grid
+// step: ≲ 1e-9), so with this margin a ruled-out candidate is one the full computation finds
+// infeasible too, and the plan is unchanged.
+const boundMargin = 1e-6
 
 // ruledOut reports whether bt's batch-size law alone shows that fewer than pct of requests
 // are within the threshold (attainmentBound), for a law whose wait distribution is not
@@ -573,5 +574,13 @@ func (ts *noiseTables) ruledOut(bt *Batching, mem int, service []float64, pct fl
 	if bt.lazy == nil {
 		return false
 	}
-	return bt.attainmentBound(service, ts.t, ts.table(bt, mem, service)) < pct-boundMargin
+	tab := ts.table(bt, mem, service)
+	if bt.attainmentBound(service, ts.t, tab) < pct-boundMargin {
+		return true
+	}
+	// Second, with noise and a long enough grid: the wait distribution at coarsePoints points.
+	return tab != nil && bt.j > 2*coarsePoints && bt.coarseBound(tab, coarsePoints) < pct-boundMargin
 }
+
+// coarsePoints is how many grid points coarseBound evaluates the wait distribution at.
+const coarsePoints = 16

@@ -78,8 +78,8 @@ func TestLevelsAreTheVanLoanProducts(t *testing.T) {
 	}
 }
 
-// TestAttainmentBoundBounds: the bound the optimiser rules candidates out with is never below
-// the attainment it stands for (deterministic and noisy service, thresholds around the
+// TestAttainmentBoundBounds: the bounds the optimiser rules candidates out with (the law's and
+// the coarse wait distribution's, which is the tighter) are never below the attainment they stand for (deterministic and noisy service, thresholds around the
 // latencies), and it is tight enough to rule some out.
 func TestAttainmentBoundBounds(t *testing.T) {
 	a := mustMAP(t)(MMPP2(10, 60, 0.2, 0.3))
@@ -91,21 +91,28 @@ func TestAttainmentBoundBounds(t *testing.T) {
 		}
 		svc := polyService(TFResnetV2, b, 2048)
 		for _, j := range []int{1, 10, 40} {
-			bt, err := md.law(float64(j)*md.h, StartExact)
-			if err != nil {
-				t.Fatal(err)
-			}
 			for _, cv := range []float64{0, 0.05, 0.3} {
 				for _, th := range []float64{0.5, 1, 1.5, 2, 2.5, 3} {
+					bt, err := md.law(float64(j)*md.h, StartExact)
+					if err != nil {
+						t.Fatal(err)
+					}
 					var tab *noiseTable
 					if cv > 0 {
 						tab = newNoiseTable(svc, th, cv, bt.h)
 					}
 					ub := bt.attainmentBound(svc, th, tab)
+					coarse := math.Inf(1)
+					if tab != nil {
+						coarse = bt.coarseBound(tab, 4)
+					}
 					bt.fill()
 					got := bt.Attainment(svc, th, cv)
 					if ub < got-1e-12 {
 						t.Errorf("B=%d T=%g cv=%g t=%g: bound %.15g < attainment %.15g", b, bt.timeout, cv, th, ub, got)
+					}
+					if coarse < got-1e-12 || (tab != nil && coarse > ub+1e-12) {
+						t.Errorf("B=%d T=%g cv=%g t=%g: coarse bound %.15g, attainment %.15g, law's bound %.15g", b, bt.timeout, cv, th, coarse, got, ub)
 					}
 					if ub < 0.95 {
 						below++
