@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // ErrOffGrid reports a timeout that is not a multiple of a Model's time step.
@@ -54,16 +55,20 @@ type Model struct {
 	// Per grid point g (time g·h):
 	f    [][]float64 // m×n: row i = e_{(0,i)}·e^{Q g h}
 	psiA [][]float64 // m×n: row i = e_{(0,i)}·Ψ(g h)·A
-	el   [][]float64 // n×b: e^{Q g h}·L (L: state → level indicator)
-	hl   [][]float64 // n×b: H(g h)·L
-	// hlSpan are hl's non-zero column spans per grid point (At's products skip the zeros).
-	hlSpan []span
-	emb    []float64 // (-D0)^{-1}·D1
+	// levelsAt's quantities (m×b each): with N the arrivals in g·h from phase i,
+	// dMass[i·b+d] = d·P(N = d) (d < b−1), tail[i·b+d] = P(N ≥ d), dTail[i·b+d] = d·P(N ≥ d).
+	dMass, tail, dTail [][]float64
+	emb                []float64 // (-D0)^{-1}·D1
+	// q and arrA are Q and its arrival part A; once builds psiA and the level quantities
+	// (tagging), which only the wait distribution needs.
+	q, arrA []float64
+	once    sync.Once
 }
 
 // NewModel builds the model of arrivals a and maximum batch size maxBatch on the grid
 // 0, step, 2·step, …, horizon (seconds); every timeout evaluated later must be on that grid.
-// The cost is O((horizon/step)·(m·B)²·B).
+// The cost is O((horizon/step)·m·(m·B)²) for the batch-size law and as much again, once, for
+// the wait distribution (Model.tagging).
 func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 	switch {
 	case a == nil:
@@ -90,74 +95,119 @@ func NewModel(a *MAP, maxBatch int, step, horizon float64) (*Model, error) {
 			}
 		}
 	}
+	md.q, md.arrA = q, arr
 	e1 := expm(q, n, step)
-	h1 := upperRight(expm(block(q, arr, q, n), 2*n, step), n)
-	psi1 := upperRight(expm(block(q, identity(n), nil, n), 2*n, step), n)
 	md.emb, _ = a.embedded()
-
-	lmat := make([]float64, n*b)
-	for s := 0; s < n; s++ {
-		lmat[s*b+s/m] = 1
-	}
 	np := md.nmax + 1
 	md.f = make([][]float64, np)
-	md.psiA = make([][]float64, np)
-	md.el = make([][]float64, np)
-	md.hl = make([][]float64, np)
-	md.hlSpan = make([]span, np)
-	// One backing array per quantity instead of four slices per grid point (allocation was a
-	// sixth of NewModel's time in the scoreboard's profile).
-	fs, pas := make([]float64, np*m*n), make([]float64, np*m*n)
-	els, hls := make([]float64, np*n*b), make([]float64, np*n*b)
-	at := func(all []float64, g, size int) []float64 { return all[g*size : (g+1)*size : (g+1)*size] }
-	f0 := at(fs, 0, m*n)
+	// One backing array per quantity instead of slices per grid point (allocation was a sixth
+	// of NewModel's time in the scoreboard's profile).
+	fs := make([]float64, np*m*n)
+	f0 := fs[: m*n : m*n]
 	for i := 0; i < m; i++ {
 		f0[i*n+i] = 1
 	}
 	md.f[0] = f0
+	// The fixed right-hand factor's non-zero spans, found once (see span).
+	e1S := spans(e1, n, n)
+	for g := 0; g+1 < np; g++ {
+		nextF := fs[(g+1)*m*n : (g+2)*m*n : (g+2)*m*n]
+		matMulSpan(nextF, md.f[g], e1, m, n, n, e1S)
+		md.f[g+1] = nextF
+	}
+	return md, nil
+}
+
+// tagging builds, once, what only the wait distribution needs (Batching.fill): Ψ(g·h)·A and
+// the level quantities per grid point. The batch-size law (Model.law) needs f alone, and the
+// optimiser rules most candidates out on it (attainmentBound), so a model whose candidates are
+// all ruled out never builds them.
+func (md *Model) tagging() { md.once.Do(md.buildTagging) }
+
+func (md *Model) buildTagging() {
+	m, b, n := md.m, md.b, md.n
+	psi1 := upperRight(expm(block(md.q, identity(n), nil, n), 2*n, md.h), n)
+	np := md.nmax + 1
+	md.psiA = make([][]float64, np)
+	md.dMass, md.tail, md.dTail = make([][]float64, np), make([][]float64, np), make([][]float64, np)
+	pas := make([]float64, np*m*n)
+	dms, ts, dts := make([]float64, np*m*b), make([]float64, np*m*b), make([]float64, np*m*b)
+	at := func(all []float64, g, size int) []float64 { return all[g*size : (g+1)*size : (g+1)*size] }
 	psi := make([]float64, m*n) // Ψ(0) = 0
 	nextPsi := make([]float64, m*n)
-	copy(at(els, 0, n*b), lmat)
-	md.el[0] = at(els, 0, n*b)
-	md.hl[0] = at(hls, 0, n*b)
-	los, his := make([]int32, np*n), make([]int32, np*n)
-	spanAt := func(g int) span { return span{lo: los[g*n : (g+1)*n], hi: his[g*n : (g+1)*n]} }
-	md.hlSpan[0] = spanAt(0)
-	md.hlSpan[0].find(md.hl[0], n, b)
-	elS := spans(md.el[0], n, b)
-	tmp := make([]float64, n*b)
-	// The fixed right-hand factors' non-zero spans, found once (see span).
-	arrS, e1S, psi1S := spans(arr, n, n), spans(e1, n, n), spans(psi1, n, n)
+	arrS, psi1S := spans(md.arrA, n, n), spans(psi1, n, n)
 	for g := 0; g < np; g++ {
 		pa := at(pas, g, m*n)
-		matMulSpan(pa, psi, arr, m, n, n, arrS)
+		matMulSpan(pa, psi, md.arrA, m, n, n, arrS)
 		md.psiA[g] = pa
+		md.dMass[g], md.tail[g], md.dTail[g] = at(dms, g, m*b), at(ts, g, m*b), at(dts, g, m*b)
+		md.levels(g)
 		if g == np-1 {
 			break
 		}
-		nextF := at(fs, g+1, m*n)
-		matMulSpan(nextF, md.f[g], e1, m, n, n, e1S)
-		md.f[g+1] = nextF
 		matMulSpan(nextPsi, md.f[g], psi1, m, n, n, psi1S)
 		for i := range nextPsi {
 			nextPsi[i] += psi[i]
 		}
 		psi, nextPsi = nextPsi, psi
-		elS.find(md.el[g], n, b)
-		nextEL := at(els, g+1, n*b)
-		matMulSpan(nextEL, e1, md.el[g], n, n, b, elS)
-		md.el[g+1] = nextEL
-		nextHL := at(hls, g+1, n*b)
-		matMulSpan(nextHL, e1, md.hl[g], n, n, b, md.hlSpan[g])
-		matMulSpan(tmp, h1, md.el[g], n, n, b, elS)
-		for i := range nextHL {
-			nextHL[i] += tmp[i]
-		}
-		md.hl[g+1] = nextHL
-		md.hlSpan[g+1] = spanAt(g + 1)
-		md.hlSpan[g+1].find(nextHL, n, b)
 	}
-	return md, nil
+}
+
+// levels fills grid point g's level quantities from f[g]. Only row block 0 of e^{Qt} is kept
+// (f): below the full level the buffer's levels are translation invariant (Q's blocks depend on
+// the level difference only), so from state (ℓ, i) the level k < B−1 is reached at t with the
+// probability P_i(N(t) = k−ℓ) of row (0, i), and the full level B−1 with P_i(N(t) ≥ B−1−ℓ);
+// e^{Qt}·L (L: state → level indicator) is this Toeplitz matrix. The Van Loan integral H(t) of
+// the arrival part A counts the arrivals on the way (H_{xy}(t) = E_x[arrivals in [0, t]; X(t) =
+// y]), and every arrival raises the level by one, so H(t)·L is e^{Qt}·L with each entry
+// weighted by the level difference k−ℓ. NewModel once built both as n×B matrices by n×n
+// products per grid point (B times the work of f; 56 % of the week-long Azure runs, issue #17);
+// the identity makes them O(m·B) per grid point. Same values up to rounding (≤ 1e-15).
+func (md *Model) levels(g int) {
+	m, n, b := md.m, md.n, md.b
+	f, dMass, tail, dTail := md.f[g], md.dMass[g], md.tail[g], md.dTail[g]
+	for i := 0; i < m; i++ {
+		mass := tail[i*b : (i+1)*b] // P(N = d) first, made into the tail below
+		for d := 0; d < b; d++ {
+			s := 0.0
+			for _, x := range f[i*n+d*m : i*n+(d+1)*m] {
+				s += x
+			}
+			mass[d] = s
+			if d < b-1 {
+				dMass[i*b+d] = float64(d) * s
+			}
+		}
+		for d := b - 2; d >= 0; d-- {
+			mass[d] += mass[d+1] // the full level holds P(N ≥ B−1)
+		}
+		for d := 0; d < b; d++ {
+			dTail[i*b+d] = float64(d) * mass[d]
+		}
+	}
+}
+
+// tagged sets y[k] = x·H(u·h)·L, the column k of the tagged requests' term of At, for a row
+// vector x over the states (levels.'s identity: Σ_{ℓ,i} x_{ℓ,i}·(k−ℓ)·P_i(N = k−ℓ), and for the
+// full level B−1 the weight (B−1−ℓ)·P_i(N ≥ B−1−ℓ)).
+func (md *Model) tagged(y, x []float64, u int) {
+	m, b := md.m, md.b
+	clear(y)
+	dMass, dTail := md.dMass[u], md.dTail[u]
+	for l := 0; l < b-1; l++ {
+		for i := 0; i < m; i++ {
+			v := x[l*m+i]
+			if v == 0 {
+				continue
+			}
+			src := dMass[i*b+1 : i*b+b-1-l]
+			out := y[l+1 : b-1]
+			for k, w := range src {
+				out[k] += v * w
+			}
+			y[b-1] += v * dTail[i*b+b-1-l]
+		}
+	}
 }
 
 // MaxBatch returns B.
@@ -172,6 +222,18 @@ func (md *Model) Horizon() float64 { return float64(md.nmax) * md.h }
 // At returns the batch-size and latency model for timeout T seconds, which must be a multiple of
 // the grid step within the horizon (ErrOffGrid otherwise). T = 0 dispatches every request alone.
 func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
+	bt, err := md.law(timeout, start)
+	if err != nil {
+		return nil, err
+	}
+	bt.fill()
+	return bt, nil
+}
+
+// law is At without the wait distribution: the batch-size law (pmf, E[K], ρ and the atom at
+// T), which costs one vector per timeout; Batching.fill adds the wait distribution (the
+// O(T/h·B²·m) part) when a caller needs it. Only this package sees an unfilled Batching.
+func (md *Model) law(timeout float64, start StartPhase) (*Batching, error) {
 	j := int(math.Round(timeout / md.h))
 	if timeout < 0 || j > md.nmax || math.Abs(float64(j)*md.h-timeout) > 1e-9*math.Max(1, timeout) {
 		return nil, fmt.Errorf("%w: timeout %g s, step %g s, horizon %g s", ErrOffGrid, timeout, md.h, md.Horizon())
@@ -199,24 +261,7 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 	}
 	nu := md.startPhase(j, start)
 	bt.start = nu
-	// fv and the loop below reuse their buffers: At runs on every re-fit of BATCH's optimiser,
-	// and allocating them per grid point was a tenth of the scoreboard's CPU (pprof).
-	buf := make([]float64, n)
-	fv := func(g int) []float64 {
-		out := buf
-		clear(out)
-		for i := 0; i < m; i++ {
-			if nu[i] == 0 {
-				continue
-			}
-			row := md.f[g][i*n : (i+1)*n]
-			for s, x := range row {
-				out[s] += nu[i] * x
-			}
-		}
-		return out
-	}
-	fT := fv(j)
+	fT := md.mix(make([]float64, n), nu, j)
 	bt.pmf = make([]float64, b)
 	for s, x := range fT {
 		bt.pmf[s/m] += x
@@ -225,51 +270,107 @@ func (md *Model) At(timeout float64, start StartPhase) (*Batching, error) {
 	for k, p := range bt.pmf {
 		bt.meanK += float64(k+1) * p
 	}
-	bt.cdf = make([][]float64, b)
-	for k := range bt.cdf {
-		bt.cdf[k] = make([]float64, j+1)
-	}
-	y := make([]float64, b)
-	pa := make([]float64, n)
-	for u := 0; u <= j; u++ {
-		x := fv(j - u)
-		vecMatSpan(y, x, md.hl[u], n, b, md.hlSpan[u])
-		for k := 0; k < b; k++ {
-			bt.cdf[k][u] = y[k]
-		}
-		// Full batches: tags at s ≤ T−u that fill within u, and the first request.
-		clear(pa)
-		for i := 0; i < m; i++ {
-			if nu[i] == 0 {
-				continue
-			}
-			for s, v := range md.psiA[j-u][i*n : (i+1)*n] {
-				pa[s] += nu[i] * v
-			}
-		}
-		el := md.el[u]
-		extra := 0.0
-		for s := 0; s < n; s++ {
-			extra += pa[s] * el[s*b+b-1]
-		}
-		for i := 0; i < m; i++ {
-			extra += nu[i] * el[i*b+b-1]
-		}
-		bt.cdf[b-1][u] += extra
-	}
 	bt.atom = make([]float64, b)
 	bt.total = make([]float64, b)
 	for k := 0; k < b-1; k++ {
 		bt.atom[k] = bt.pmf[k] // the first request of a batch that times out waits exactly T
 	}
 	for k := 0; k < b; k++ {
-		for u := range bt.cdf[k] {
-			bt.cdf[k][u] /= bt.meanK
-		}
 		bt.atom[k] /= bt.meanK
 		bt.total[k] = float64(k+1) * bt.pmf[k] / bt.meanK
 	}
+	bt.lazy = md
 	return bt, nil
+}
+
+// mix sets out to nu·f[g] (the state distribution at g·h from start phases nu) and returns it.
+func (md *Model) mix(out, nu []float64, g int) []float64 {
+	m, n := md.m, md.n
+	clear(out)
+	for i := 0; i < m; i++ {
+		if nu[i] == 0 {
+			continue
+		}
+		row := md.f[g][i*n : (i+1)*n]
+		for s, x := range row {
+			out[s] += nu[i] * x
+		}
+	}
+	return out
+}
+
+// fill computes the wait distribution of a law from its model (a no-op once done). One
+// goroutine owns an unfilled Batching.
+func (bt *Batching) fill() {
+	md := bt.lazy
+	if md == nil {
+		return
+	}
+	bt.lazy = nil
+	md.tagging()
+	b, j := md.b, bt.j
+	bt.cdf = make([][]float64, b)
+	cdfs := make([]float64, b*(j+1))
+	for k := range bt.cdf {
+		bt.cdf[k] = cdfs[k*(j+1) : (k+1)*(j+1) : (k+1)*(j+1)]
+	}
+	// The buffers are reused across grid points: allocating them per grid point was a tenth
+	// of the scoreboard's CPU (pprof).
+	w := md.newWaitScratch()
+	for u := 0; u <= j; u++ {
+		y := md.waitAt(bt, u, w)
+		for k := 0; k < b; k++ {
+			bt.cdf[k][u] = y[k]
+		}
+	}
+}
+
+// waitScratch holds waitAt's buffers.
+type waitScratch struct{ buf, y, pa []float64 }
+
+func (md *Model) newWaitScratch() waitScratch {
+	return waitScratch{buf: make([]float64, md.n), y: make([]float64, md.b), pa: make([]float64, md.n)}
+}
+
+// waitAt returns the column u of the law's (unfilled or not) wait distribution, cdf[k][u] for
+// every k, computed as fill computes it — each grid point independently of the others, so the
+// values are bit-identical to fill's. The model's tagging must be built.
+func (md *Model) waitAt(bt *Batching, u int, w waitScratch) []float64 {
+	b, m, j, nu := md.b, md.m, bt.j, bt.start
+	x := md.mix(w.buf, nu, j-u)
+	y := w.y
+	md.tagged(y, x, u)
+	// Full batches: tags at s ≤ T−u that fill within u, and the first request.
+	md.mixPsiA(w.pa, nu, j-u)
+	tail := md.tail[u] // P(full within u·h | state (ℓ, i)) = tail[i·b + B−1−ℓ]
+	extra := 0.0
+	for l := 0; l < b; l++ {
+		for i, v := range w.pa[l*m : (l+1)*m] {
+			extra += v * tail[i*b+b-1-l]
+		}
+	}
+	for i := 0; i < m; i++ {
+		extra += nu[i] * tail[i*b+b-1]
+	}
+	y[b-1] += extra
+	for k := range y {
+		y[k] /= bt.meanK
+	}
+	return y
+}
+
+// mixPsiA sets out to nu·Ψ(g·h)·A.
+func (md *Model) mixPsiA(out, nu []float64, g int) {
+	m, n := md.m, md.n
+	clear(out)
+	for i := 0; i < m; i++ {
+		if nu[i] == 0 {
+			continue
+		}
+		for s, v := range md.psiA[g][i*n : (i+1)*n] {
+			out[s] += nu[i] * v
+		}
+	}
 }
 
 // startPhase returns π(0) restricted to level 0 (a distribution over phases).

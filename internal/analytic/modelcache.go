@@ -44,16 +44,17 @@ func (c *modelCache) model(a *MAP, b int, step, horizon float64) (*Model, error)
 	return md, err
 }
 
-// at returns md.At(timeout, start), computed once per cache.
-func (c *modelCache) at(md *Model, timeout float64, start StartPhase) (*Batching, error) {
+// law returns md.law(timeout, start) (filled on demand, Batching.fill), computed once per
+// cache.
+func (c *modelCache) law(md *Model, timeout float64, start StartPhase) (*Batching, error) {
 	if c == nil {
-		return md.At(timeout, start)
+		return md.law(timeout, start)
 	}
 	k := lawKey{md, timeout, start}
 	if bt, ok := c.laws[k]; ok {
 		return bt, nil
 	}
-	bt, err := md.At(timeout, start)
+	bt, err := md.law(timeout, start)
 	if err == nil {
 		c.laws[k] = bt
 	}

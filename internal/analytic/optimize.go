@@ -132,6 +132,9 @@ type Problem struct {
 
 	// models, when set, shares the batching models between the problems of one Solve.
 	models *modelCache
+	// eager checks every candidate on its full latency distribution (no attainmentBound): the
+	// tests compare the two searches.
+	eager bool
 }
 
 // AttainmentSpec is a second, optional constraint of Eq. 2 (not in BATCH): the fraction of
@@ -245,6 +248,7 @@ func (p Problem) pricing() Pricing {
 // candidate is one evaluated configuration.
 type candidate struct {
 	mem, b, j int
+	i         int     // index of mem in the searched memory sizes
 	cost, q   float64 // q: P_p in seconds (NaN until computed)
 	att       float64 // predicted attainment (NaN until computed)
 	within    float64 // predicted fraction within the SLO under ServiceCV (NaN until computed)
@@ -312,18 +316,21 @@ func Optimize(p Problem) (Plan, error) {
 	// floor is set (the plan if none reaches the floor).
 	var withinSLO *candidate
 	floor := p.Objective == MinCost && p.Attainment.Min > 0
+	cv := p.ServiceCV
+	attTabs, sloTabs := noiseTables{t: p.Attainment.Threshold.Seconds(), cv: p.Attainment.ServiceCV}, noiseTables{t: slo, cv: cv}
 	attain := func(c *candidate) float64 {
 		if math.IsNaN(c.att) {
-			c.att = c.bt.Attainment(c.svc, p.Attainment.Threshold.Seconds(), p.Attainment.ServiceCV)
+			c.bt.fill()
+			c.att = attTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.att
 	}
-	cv := p.ServiceCV
 	// withinSLO returns the predicted fraction of requests within the SLO: LatencyCDF at the SLO
 	// for deterministic service, Attainment under the problem's noise otherwise.
 	withinSLOFrac := func(c *candidate) float64 {
 		if math.IsNaN(c.within) {
-			c.within = c.bt.Attainment(c.svc, slo, cv)
+			c.bt.fill()
+			c.within = sloTabs.attainment(c.bt, c.i, svc[c.i])
 		}
 		return c.within
 	}
@@ -332,11 +339,14 @@ func Optimize(p Problem) (Plan, error) {
 	// and sloTies for the SLO constraint alone under a floor) and picks among those within
 	// tieCost of the cheapest overall: the lowest P_p, then the earliest (smaller B, T, memory).
 	var ties, sloTies []*candidate
+	// missed are the candidates checked and found outside the SLO, in the search's order.
+	var missed []*candidate
 	bestCost, sloCost := math.Inf(1), math.Inf(1)
 	costTie := func(c, m float64) bool { return c <= m*(1+tieCost) }
 	// pp returns a candidate's P_p (under the problem's service noise), computed once.
 	pp := func(c *candidate) float64 {
 		if math.IsNaN(c.q) {
+			c.bt.fill()
 			c.q = c.bt.QuantileCV(c.svc, pct, cv)
 		}
 		return c.q
@@ -391,14 +401,14 @@ func Optimize(p Problem) (Plan, error) {
 			}
 		}
 		for _, j := range js {
-			bt, err := p.models.at(md, float64(j*r)*md.Step(), p.Start)
+			bt, err := p.models.law(md, float64(j*r)*md.Step(), p.Start)
 			if err != nil {
 				return Plan{}, fmt.Errorf("optimise: %w", err)
 			}
 			for i, m := range mems {
 				explored++
 				s := svc[i][:b]
-				c := &candidate{mem: m, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
+				c := &candidate{mem: m, i: i, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
 				for k, pk := range bt.pmf {
 					c.cost += pk * price.CallCost(s[k], m)
 				}
@@ -411,28 +421,21 @@ func Optimize(p Problem) (Plan, error) {
 					if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
 						continue
 					}
-					if withinSLOFrac(c) >= pct {
-						if floor && costTie(c.cost, sloCost) {
-							sloTies = append(sloTies, c)
-							sloCost = math.Min(sloCost, c.cost)
-						}
-						if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
-							ties = append(ties, c)
-							bestCost = math.Min(bestCost, c.cost)
-						}
-					} else if cv > 0 {
-						// Best effort if nothing is feasible: the most requests within the SLO.
-						if fallback == nil || c.within > fallback.within {
-							fallback = c
-						}
-					} else {
-						// Best effort if nothing is feasible: the lowest P_p.
-						c.q, _ = bt.Quantile(s, pct)
-						if better(c, fallback, false) {
-							fallback = c
-						}
+					if (!p.eager && sloTabs.ruledOut(bt, i, svc[i], pct)) || withinSLOFrac(c) < pct {
+						// The best effort, if nothing is feasible, is chosen among these at the end.
+						missed = append(missed, c)
+						continue
+					}
+					if floor && costTie(c.cost, sloCost) {
+						sloTies = append(sloTies, c)
+						sloCost = math.Min(sloCost, c.cost)
+					}
+					if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
+						ties = append(ties, c)
+						bestCost = math.Min(bestCost, c.cost)
 					}
 				case MinLatency:
+					bt.fill()
 					if c.cost <= p.Budget {
 						c.q, _ = bt.Quantile(s, pct)
 						if better(c, best, false) {
@@ -447,6 +450,23 @@ func Optimize(p Problem) (Plan, error) {
 	}
 	if p.Objective == MinCost {
 		best, withinSLO = pick(ties, bestCost), pick(sloTies, sloCost)
+		if best == nil && withinSLO == nil {
+			// Best effort: the most requests within the SLO under the noise, or the lowest P_p,
+			// the first in the search's order on a tie (as when it was kept while searching).
+			for _, c := range missed {
+				if cv > 0 {
+					if withinSLOFrac(c); fallback == nil || c.within > fallback.within {
+						fallback = c
+					}
+					continue
+				}
+				c.bt.fill()
+				c.q, _ = c.bt.Quantile(c.svc, pct)
+				if better(c, fallback, false) {
+					fallback = c
+				}
+			}
+		}
 	}
 	floorDropped := floor && best == nil && withinSLO != nil
 	if floorDropped {
@@ -499,3 +519,68 @@ func Optimize(p Problem) (Plan, error) {
 	}
 	return plan, nil
 }
+
+// noiseTables are the noiseTable of each memory size (by its index in Optimize's list) and grid
+// step for one threshold and service noise, shared by every candidate Optimize evaluates.
+type noiseTables struct {
+	t, cv float64
+	tabs  map[noiseKey]*noiseTable
+}
+
+type noiseKey struct {
+	mem int
+	h   float64
+}
+
+// table returns the noiseTable of the memory size of index mem (service times service) at bt's
+// grid step, nil without noise.
+func (ts *noiseTables) table(bt *Batching, mem int, service []float64) *noiseTable {
+	if !(ts.cv > 0) {
+		return nil
+	}
+	k := noiseKey{mem: mem, h: bt.h}
+	tab := ts.tabs[k]
+	if tab == nil {
+		if ts.tabs == nil {
+			ts.tabs = map[noiseKey]*noiseTable{}
+		}
+		tab = newNoiseTable(service, ts.t, ts.cv, bt.h)
+		ts.tabs[k] = tab
+	}
+	return tab
+}
+
+// attainment returns bt.Attainment(service[:B], t, cv) for the memory size of index mem, whose
+// service times are service, with the integrals kept for the next candidate of the same memory
+// size and grid step. bt must be filled.
+func (ts *noiseTables) attainment(bt *Batching, mem int, service []float64) float64 {
+	if tab := ts.table(bt, mem, service); tab != nil {
+		return bt.attainment(tab)
+	}
+	return bt.LatencyCDF(service[:bt.b], ts.t)
+}
+
+// boundMargin is how far below the target a bound must be to rule a candidate out: the bounds
+// hold in exact arithmetic and the computed attainment differs from the exact one by rounding
+// (~1e-15) and by the log-normal's cut-off at 7σ (Ψ's jumps there, ~1e-13·S_k, over a grid
+// step: ≲ 1e-9), so with this margin a ruled-out candidate is one the full computation finds
+// infeasible too, and the plan is unchanged.
+const boundMargin = 1e-6
+
+// ruledOut reports whether bt's batch-size law alone shows that fewer than pct of requests
+// are within the threshold (attainmentBound), for a law whose wait distribution is not
+// computed yet (a computed one is checked exactly by the caller, at the same cost).
+func (ts *noiseTables) ruledOut(bt *Batching, mem int, service []float64, pct float64) bool {
+	if bt.lazy == nil {
+		return false
+	}
+	tab := ts.table(bt, mem, service)
+	if bt.attainmentBound(service, ts.t, tab) < pct-boundMargin {
+		return true
+	}
+	// Second, with noise and a long enough grid: the wait distribution at coarsePoints points.
+	return tab != nil && bt.j > 2*coarsePoints && bt.coarseBound(tab, coarsePoints) < pct-boundMargin
+}
+
+// coarsePoints is how many grid points coarseBound evaluates the wait distribution at.
+const coarsePoints = 16
