@@ -236,10 +236,14 @@ func Start(ctx context.Context, cfg config.Config, opts StackOptions) (*Stack, e
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.front.Serve()
+	var poke <-chan struct{} // a ready instance is added at once, not at the next sync
+	if rn, ok := prov.(provider.ReadyNotifier); ok {
+		poke = rn.ReadyEvents()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		g.Watch(wctx, ctl, cfg.Gateway.SyncInterval) // the controller's view: instances it drains stay out
+		g.Watch(wctx, ctl, cfg.Gateway.SyncInterval, poke) // the controller's view: instances it drains stay out
 	}()
 	s.wg.Add(2)
 	go func() {

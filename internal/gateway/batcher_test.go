@@ -473,7 +473,7 @@ func TestWatchFollowsTheProviderEveryInterval(t *testing.T) {
 		fl.set(ready)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- g.Watch(ctx, fl, 100*time.Millisecond) }()
+		go func() { done <- g.Watch(ctx, fl, 100*time.Millisecond, nil) }()
 		synctest.Wait()
 		if ids, _ := g.Instances("m"); !reflect.DeepEqual(ids, []string{"w"}) {
 			t.Errorf("after the first sync (-want +got): -[w] +%v", ids)
@@ -488,6 +488,39 @@ func TestWatchFollowsTheProviderEveryInterval(t *testing.T) {
 		synctest.Wait()
 		if ids, _ := g.Instances("m"); len(ids) != 0 {
 			t.Errorf("after the interval: instances %v, want none", ids)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch returned %v, want context.Canceled", err)
+		}
+		g.Close(context.Background())
+	})
+}
+
+// TestWatchSyncsOnPoke: a poke (a provider's ready event) makes Watch sync at once, not at the
+// next interval, so that a ready instance takes batches as soon as its readiness check passes.
+func TestWatchSyncsOnPoke(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newTestGateway(t, &fakeBackend{}, &fixedPolicy{Max: 1}, time.Second, 16, 0)
+		fl := &fakeLister{}
+		poke := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- g.Watch(ctx, fl, time.Hour, poke) }()
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); len(ids) != 0 {
+			t.Errorf("before any instance: %v, want none", ids)
+		}
+		fl.set(provider.Instance{ID: "w", Addr: "x", State: provider.StateReady, Spec: provider.Spec{Model: "m"}})
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); len(ids) != 0 {
+			t.Errorf("without a poke, an hour's interval: %v, want none yet", ids)
+		}
+		poke <- struct{}{}
+		synctest.Wait()
+		if ids, _ := g.Instances("m"); !reflect.DeepEqual(ids, []string{"w"}) {
+			t.Errorf("after the poke (-want +got): -[w] +%v", ids)
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {

@@ -66,9 +66,11 @@ func (g *Gateway) Sync(ctx context.Context, insts []provider.Instance) error {
 	return errors.Join(errs...)
 }
 
-// Watch calls Sync with the provider's instances every interval until ctx is done, logging
-// failures; it returns ctx's error.
-func (g *Gateway) Watch(ctx context.Context, p InstanceLister, every time.Duration) error {
+// Watch calls Sync with the provider's instances every interval, and at once whenever poke
+// receives (a provider.ReadyNotifier's ReadyEvents: a ready instance takes batches as soon as
+// its readiness check passes, not up to an interval later; nil never fires), until ctx is done,
+// logging failures; it returns ctx's error.
+func (g *Gateway) Watch(ctx context.Context, p InstanceLister, every time.Duration, poke <-chan struct{}) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -86,6 +88,7 @@ func (g *Gateway) Watch(ctx context.Context, p InstanceLister, every time.Durati
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-poke:
 		}
 	}
 }

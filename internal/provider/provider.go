@@ -79,3 +79,14 @@ type Provider interface {
 	Terminate(ctx context.Context, id string) error
 	Instances(ctx context.Context) ([]Instance, error)
 }
+
+// ReadyNotifier is implemented by a provider that tells when an instance has become ready, so
+// that the gateway adds it at once — as Triton behind a load balancer or KServe route to a pod
+// as soon as its readiness probe passes — rather than at its next periodic sync (up to
+// gateway.sync_interval later; issue #16: the simulator makes a ready instance usable at once).
+type ReadyNotifier interface {
+	// ReadyEvents returns a channel that receives after an instance became ready. Sends never
+	// block the provider: events that come while one is pending are merged into it, so a
+	// receiver re-lists the instances on each.
+	ReadyEvents() <-chan struct{}
+}

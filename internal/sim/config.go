@@ -56,6 +56,10 @@ type Config struct {
 	// gateway; the factors are round trips measured during launches over the batch-1 median.
 	// Each must be finite and > 0.
 	LaunchNoiseFactors []float64
+	// Stalls is a whole-host stall process (the zero value: none): Poisson pauses of every
+	// VM batch in flight and of dispatch (queued requests wait), so that the misses a shared host's
+	// scheduler makes cluster as they do live (issue #16, `sloserve validate`).
+	Stalls Stalls
 	// SamplePeriod is the load-sampling and scaler period. Must be > 0.
 	SamplePeriod time.Duration
 	// HistoryLen is the number of samples a scaler's Snapshot holds. Must be ≥ 1.
@@ -123,6 +127,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sim.cost_budget: must be finite and ≥ 0, got %v", c.CostBudget)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("sim.request_timeout: must be > 0, got %v", c.RequestTimeout)
+	}
+	if err := c.Stalls.validate(); err != nil {
+		return err
 	}
 	for i, in := range c.Interruptions {
 		switch {

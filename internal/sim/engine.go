@@ -86,6 +86,7 @@ type batchRec struct {
 	inst  int32
 	start int64
 	next  int32 // free list link
+	stall int64 // the stall total (stallState.cum) its completion was last scheduled against
 }
 
 type engine struct {
@@ -107,6 +108,7 @@ type engine struct {
 	noiseSig float64
 	rngSvc   *rand.Rand
 	rngCloud *rand.Rand
+	st       stallState // Config.Stalls
 
 	// VM tier.
 	vmBatch   batching.Policy
@@ -256,6 +258,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	}
 	e.sample = autoscale.Sample{Start: e.t(0), Period: cfg.SamplePeriod}
 	e.h.Push(int64(cfg.SamplePeriod), evSample, 0)
+	e.startStalls()
 	if pol.Scaler != nil {
 		e.scale()
 	}
@@ -323,7 +326,9 @@ func (e *engine) loop() error {
 		e.advance(ev.At)
 		switch ev.Kind {
 		case evVMDone:
-			e.vmDone(ev.ID)
+			if !e.stallDelayed(ev.ID) {
+				e.vmDone(ev.ID)
+			}
 		case evSLDone:
 			e.slDone(ev.ID)
 		case evReady:
@@ -352,6 +357,8 @@ func (e *engine) loop() error {
 			e.spotNotice(int(ev.ID))
 		case evSpotReclaim:
 			e.spotReclaim(int(ev.ID))
+		case evStall:
+			e.stall()
 		}
 	}
 }
@@ -624,7 +631,7 @@ func (e *engine) pumpVM() {
 				}
 			}
 		}
-		if d.Dispatch <= 0 || q.Len == 0 || e.freeSlots == 0 {
+		if d.Dispatch <= 0 || q.Len == 0 || e.freeSlots == 0 || e.stalled() {
 			return
 		}
 		e.dispatchVM(min(d.Dispatch, q.Len))
@@ -718,7 +725,7 @@ func (e *engine) dispatchVM(n int) {
 		br.arr = append(br.arr, e.vq.Pop())
 		br.exp = append(br.exp, e.vqExp.Pop())
 	}
-	br.inst, br.start = int32(i), e.now
+	br.inst, br.start, br.stall = int32(i), e.now, e.st.cum
 	br.est = float64(e.adm.Cost().Of(int64(n)))
 	e.estSum += br.est
 	e.startSum += float64(e.now)

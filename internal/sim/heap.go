@@ -11,4 +11,5 @@ const (
 	evScale
 	evSpotNotice
 	evSpotReclaim
+	evStall
 )

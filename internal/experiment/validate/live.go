@@ -52,32 +52,35 @@ func closeStack(st *app.Stack) {
 
 // runLive replays r through the live stack under policy and returns its Summary: the load
 // generator's (latencies, attainment, answers) with the controller's instance time over the
-// load.
-func runLive(ctx context.Context, o Options, policy string, prof Measured, r Replay) (slo.Summary, error) {
+// load; and the host's stalls, measured by the stall probe beside the replay.
+func runLive(ctx context.Context, o Options, policy string, prof Measured, r Replay) (slo.Summary, StallsMeasured, error) {
+	var stalls StallsMeasured
 	cfg, m := policyConfig(o, policy, r, prof)
 	set, err := bundled.Sample()
 	if err != nil {
-		return slo.Summary{}, err
+		return slo.Summary{}, stalls, err
 	}
 	input, err := inputName(o.Model)
 	if err != nil {
-		return slo.Summary{}, err
+		return slo.Summary{}, stalls, err
 	}
 	pays, err := load.ImagePayloads(set, input, set.Len())
 	if err != nil {
-		return slo.Summary{}, err
+		return slo.Summary{}, stalls, err
 	}
 	st, err := app.Start(ctx, cfg, app.StackOptions{Logger: o.Log, Env: o.WorkerEnv})
 	if err != nil {
-		return slo.Summary{}, err
+		return slo.Summary{}, stalls, err
 	}
 	defer closeStack(st)
+	probe := startProbe()
 	start := time.Now()
 	res, err := load.Run(ctx, load.Config{Target: st.URL, Model: o.Model, SLO: o.SLO, Payloads: pays,
 		Duration: r.Wall + time.Second, MaxRequests: len(r.Times) + 1, Arrivals: source(r.Times),
 		Policy: policy, Trace: r.Name})
+	stalls = stallsOf(probe.finish())
 	if err != nil {
-		return slo.Summary{}, err
+		return slo.Summary{}, stalls, err
 	}
 	end := time.Now()
 	s := res.Summary
@@ -97,7 +100,7 @@ func runLive(ctx context.Context, o Options, policy string, prof Measured, r Rep
 		"slo_attainment_from_schedule": res.ScheduledAttainment,
 	}
 	maps.Copy(s.Extra, gatewayMeans(st, o.Model))
-	return s, nil
+	return s, stalls, nil
 }
 
 // fleetTime integrates the controller's timeline over [from, to]: instance-seconds (launching,

@@ -57,6 +57,13 @@ type Measured struct {
 	// Failures counts the round trips that failed (a 504 past the SLO on a stalled machine) and
 	// were left out.
 	Failures int `json:"failures"`
+	// Stalls is the whole-host stall process the probe measured beside the round trips (the
+	// simulator's sim.Config.Stalls); the round trips that fell in a stall are left out of
+	// Factors and LaunchFactors.
+	Stalls StallsMeasured `json:"stalls"`
+
+	factorSpans, launchSpans     []span    // the round trips behind Factors and LaunchFactors
+	allFactors, allLaunchFactors []float64 // both before the stalls were split out
 }
 
 // PointMS is one batch size's median round trip in ms.
@@ -75,6 +82,7 @@ func (m Measured) String() string {
 	if fs := slices.Sorted(slices.Values(m.LaunchFactors)); len(fs) > 0 {
 		fmt.Fprintf(&b, "; during launches b=1 × %.2f median, × %.2f p90 (%d round trips)", fs[len(fs)/2], fs[len(fs)*9/10], len(fs))
 	}
+	fmt.Fprintf(&b, "; stalls: %s", m.Stalls)
 	return b.String()
 }
 
@@ -94,9 +102,21 @@ func (m Measured) LaunchDelay() cost.Delay {
 
 // MeasureProfile starts the stack with one worker and no batching, times ProfileBatches round
 // trips of real test images through the gateway, then times launchSamples worker launches while
-// that worker serves (launchesUnderLoad).
+// that worker serves (launchesUnderLoad); a stall probe runs beside both (splitStalls).
 func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
-	var m Measured
+	m, err := measureRoundTrips(ctx, o)
+	if err != nil {
+		return m, err
+	}
+	mean, sd := meanSD(m.Factors)
+	m.NoiseCV = min(sd/mean, 2)
+	return m, nil
+}
+
+// measureRoundTrips is MeasureProfile's measurement: the probe runs from the first round trip
+// to the last launch, and its stalls are split out of the factors (splitStalls) before the
+// stack closes.
+func measureRoundTrips(ctx context.Context, o Options) (m Measured, err error) {
 	cfg := baseConfig(o)
 	cfg.Controller.Policy = config.ControllerNone
 	cfg.Models[0].Batching.Policy = "none"
@@ -105,6 +125,8 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 		return m, fmt.Errorf("validate: profile: %w", err)
 	}
 	defer closeStack(st)
+	probe := startProbe()
+	defer func() { m.splitStalls(probe.finish()) }()
 	set, err := bundled.Sample()
 	if err != nil {
 		return m, err
@@ -121,7 +143,9 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 			return m, err
 		}
 		var ts []float64
+		var spans []span
 		for i := range o.ProfileReps + 3 { // three unrecorded round trips first
+			sent := time.Now()
 			d, err := post(ctx, client, url, pays[i%len(pays)].Body)
 			if err != nil {
 				// A loaded machine can stall one round trip past the SLO (504): skip a few.
@@ -132,6 +156,7 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 			}
 			if i >= 3 {
 				ts = append(ts, d.Seconds()*1e3)
+				spans = append(spans, span{from: sent, to: sent.Add(d)})
 			}
 			// Paced, not back to back: the round trips sample the machine's load over seconds
 			// (its stalls come and go), as the replay's requests do.
@@ -143,20 +168,17 @@ func MeasureProfile(ctx context.Context, o Options) (Measured, error) {
 			return m, fmt.Errorf("validate: profile at batch %d: every round trip failed", b)
 		}
 		// The curve is the median round trip: a stall of the shared machine (tens of ms) lands
-		// on whichever batch size was being timed, so a mean would bend the curve; the stalls
-		// are kept in the pooled factors instead, which every batch size draws from.
+		// on whichever batch size was being timed, so a mean would bend the curve; the spread
+		// is kept in the pooled factors instead, which every batch size draws from (less the
+		// round trips in the stalls the probe saw: the simulator's stall process makes those).
 		med := median(ts)
 		for _, t := range ts {
 			m.Factors = append(m.Factors, t/med)
 		}
 		m.Points = append(m.Points, PointMS{Batch: b, MS: med})
+		m.factorSpans = append(m.factorSpans, spans...)
 	}
-	mean, sd := meanSD(m.Factors)
-	m.NoiseCV = min(sd/mean, 2)
-	if err := launchesUnderLoad(ctx, o, client, url, &m); err != nil {
-		return m, err
-	}
-	return m, nil
+	return m, launchesUnderLoad(ctx, o, client, url, &m)
 }
 
 // launchesUnderLoad times the worker launches (measureLaunches) while the profile's worker
@@ -187,7 +209,9 @@ func launchesUnderLoad(ctx context.Context, o Options, client *http.Client, url 
 			return err
 		default:
 		}
+		sent := time.Now()
 		d, err := post(ctx, client, url, pays[i%len(pays)].Body)
+		m.launchSpans = append(m.launchSpans, span{from: sent, to: time.Now()})
 		if err == nil {
 			m.LaunchFactors = append(m.LaunchFactors, d.Seconds()*1e3/med)
 		} else if ctx.Err() != nil {

@@ -98,6 +98,17 @@ func Print(w io.Writer, rep Report) {
 			fmt.Fprintf(tw, "%s\t"+m.fmt+"\t"+m.fmt+"\t%s\t\n", m.name, l, s, e)
 		}
 		tw.Flush()
+		if ns := r.SimNoStalls; ns != nil {
+			fmt.Fprintf(w, "sim without the stall process: attainment %.4f (%+.2f pt), instance-s %.1f (%+.1f %%), launches %.0f\n", ns.SLOAttainment,
+				100*(ns.SLOAttainment-r.Live.SLOAttainment), ns.Extra["instance_seconds"], 100*RelErr(r.Live.Extra["instance_seconds"], ns.Extra["instance_seconds"]), ns.Extra["launches"])
+		}
+		if len(r.SimSeeds) > 0 {
+			fmt.Fprint(w, "sim under other seeds (attainment, instance-s, launches):")
+			for _, so := range r.SimSeeds {
+				fmt.Fprintf(w, " [%d] %.4f %.1f %.0f;", so.Seed, so.Attainment, so.InstanceSeconds, so.Launches)
+			}
+			fmt.Fprintln(w)
+		}
 		if len(r.LiveAttainments) > 1 {
 			fmt.Fprintf(w, "live attainment over %d runs: %v (spread %.2f pt", len(r.LiveAttainments), fmtAtt(r.LiveAttainments), r.LiveSpread())
 			if r.LiveSpread() > AttainmentPoints {

@@ -99,6 +99,9 @@ func runSim(ctx context.Context, o Options, name string, prof Measured, r Replay
 	sc := sim.DefaultConfig()
 	sc.SLO, sc.Seed, sc.NoiseCV, sc.SamplePeriod, sc.Trace = o.SLO, o.Seed, prof.NoiseCV, cfg.Controller.SampleInterval, r.Name
 	sc.SeriesPeriod, sc.NoiseFactors, sc.LaunchNoiseFactors = 0, prof.Factors, prof.LaunchFactors
+	// The host's stalls, measured by the profile's probe, pause the simulated host as a whole
+	// (sim.Stalls); the round trips they slowed are out of the factors above.
+	sc.Stalls = prof.Stalls.Sim()
 	// The gateway gives each request its SLO threshold as its deadline and answers 504 past it
 	// (internal/gateway core.go): a request waits in the simulated queue no longer.
 	sc.RequestTimeout = o.SLO.Threshold

@@ -96,9 +96,35 @@ type Result struct {
 	Trace  string      `json:"trace"`
 	Live   slo.Summary `json:"live"`
 	Sim    slo.Summary `json:"sim"`
+	// SimNoStalls is the simulator without the measured stall process and with every
+	// round trip in the noise factors (the model before the stall probe), when the probe saw
+	// stalls: what the stall process changes, on the same arrivals and seed.
+	SimNoStalls *slo.Summary `json:"sim_without_stalls,omitempty"`
+	// LiveStalls is what the stall probe measured on the host during the (first) live replay:
+	// the simulator's stall process for this row (the host's stalls as they were during the
+	// run, measured beside it, not fitted to its outcome; the profile's 10 s sample misses the
+	// rare long ones).
+	LiveStalls StallsMeasured `json:"live_stalls"`
+	// SimSeeds are the simulator with the stall process under further seeds (the same arrivals;
+	// other stall instants and noise draws): a reactive launch on a cluster of misses (MArk's
+	// SLO monitor) is a threshold event, and these show how often the simulator takes it.
+	SimSeeds []SeedOutcome `json:"sim_seeds,omitempty"`
 	// LiveAttainments is every live run's attainment (Options.LiveRuns; Live is the first).
 	LiveAttainments []float64 `json:"live_attainments,omitempty"`
+	// LiveInstanceSeconds is every live run's instance-seconds, beside LiveAttainments.
+	LiveInstanceSeconds []float64 `json:"live_instance_seconds,omitempty"`
 }
+
+// SeedOutcome is one simulated run under another seed.
+type SeedOutcome struct {
+	Seed            uint64  `json:"seed"`
+	Attainment      float64 `json:"slo_attainment"`
+	InstanceSeconds float64 `json:"instance_seconds"`
+	Launches        float64 `json:"launches"`
+}
+
+// simSeeds is how many further seeds the simulator runs with the stall process on.
+const simSeeds = 4
 
 // Report is a whole validation: the measured profile and one Result per policy × segment.
 type Report struct {
@@ -196,22 +222,54 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			fmt.Fprintf(o.Progress, "%s on %s: %d requests over %v (×%.0f compression), live ...\n", p, seg.Name, len(arr.Times), arr.Wall, arr.Compression)
 			res := Result{Policy: p, Trace: seg.Name}
 			for i := range o.LiveRuns {
-				live, err := runLive(ctx, o, p, prof, arr)
+				live, stalls, err := runLive(ctx, o, p, prof, arr)
 				if err != nil {
 					return rep, fmt.Errorf("validate %s on %s: live run %d: %w", p, seg.Name, i+1, err)
 				}
 				if i == 0 {
-					res.Live = live
+					res.Live, res.LiveStalls = live, stalls
 				}
 				res.LiveAttainments = append(res.LiveAttainments, live.SLOAttainment)
+				res.LiveInstanceSeconds = append(res.LiveInstanceSeconds, live.Extra["instance_seconds"])
 			}
-			sim, err := runSim(ctx, o, p, prof, arr)
-			if err != nil {
-				return rep, fmt.Errorf("validate %s on %s: sim: %w", p, seg.Name, err)
+			if err := simulate(ctx, o, prof, arr, &res); err != nil {
+				return rep, fmt.Errorf("validate %s on %s: %w", p, seg.Name, err)
 			}
-			res.Sim = sim
 			rep.Results = append(rep.Results, res)
 		}
 	}
 	return rep, nil
+}
+
+// simulate fills res's simulated side: the simulator with the stall process measured during the
+// live run, and, when it saw stalls, without it and under simSeeds further seeds.
+func simulate(ctx context.Context, o Options, prof Measured, arr Replay, res *Result) error {
+	p := res.Policy
+	fmt.Fprintf(o.Progress, "  host stalls during the live run: %s\n", res.LiveStalls)
+	during := prof
+	during.Stalls = res.LiveStalls
+	sim, err := runSim(ctx, o, p, during, arr)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	res.Sim = sim
+	if during.Stalls.Sim().Rate == 0 {
+		return nil
+	}
+	ns, err := runSim(ctx, o, p, prof.withoutStalls(), arr)
+	if err != nil {
+		return fmt.Errorf("sim without stalls: %w", err)
+	}
+	res.SimNoStalls = &ns
+	for k := range uint64(simSeeds) {
+		so := o
+		so.Seed = o.Seed + 1 + k
+		ss, err := runSim(ctx, so, p, during, arr)
+		if err != nil {
+			return fmt.Errorf("sim seed %d: %w", so.Seed, err)
+		}
+		res.SimSeeds = append(res.SimSeeds, SeedOutcome{Seed: so.Seed, Attainment: ss.SLOAttainment,
+			InstanceSeconds: ss.Extra["instance_seconds"], Launches: ss.Extra["launches"]})
+	}
+	return nil
 }

@@ -50,6 +50,10 @@ func TestValidateTiny(t *testing.T) {
 		len(rep.Profile.LaunchFactors) == 0 {
 		t.Fatalf("profile %+v: want %d points, a launch delay, noise factors and launch factors", rep.Profile, len(ProfileBatches))
 	}
+	// ProbeS is rounded to 0.1 s, the rate is not: rate × run is the count within 1 %.
+	if st := rep.Profile.Stalls; !(st.ProbeS > 0) || st.ThresholdMS != 5 || math.Abs(st.RatePerS*st.ProbeS-float64(len(st.LengthsMS))) > 1+0.01*float64(len(st.LengthsMS)) {
+		t.Fatalf("stalls %+v: want the probe's run, its threshold and its rate × run = the count of lengths", st)
+	}
 	b, err := json.Marshal(rep.Results)
 	if err != nil {
 		t.Fatal(err)

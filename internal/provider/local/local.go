@@ -132,9 +132,14 @@ type Provider struct {
 	// servers holds Config.Servers with the allocations of the instances whose workers have
 	// not exited after Terminate; nil without Config.Servers. Guarded by mu.
 	servers *cluster.Cluster
+	// readyc receives (coalesced) when an instance becomes ready (provider.ReadyNotifier).
+	readyc chan struct{}
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.ReadyNotifier = (*Provider)(nil)
+)
 
 // New returns a Provider; log may be nil.
 func New(cfg Config, log *slog.Logger) (*Provider, error) {
@@ -152,7 +157,7 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 			return nil, err
 		}
 	}
-	p := &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}}
+	p := &Provider{cfg: cfg, log: log, http: &http.Client{Timeout: 2 * time.Second}, insts: map[string]*proc{}, readyc: make(chan struct{}, 1)}
 	if len(cfg.Servers) > 0 {
 		p.servers = cluster.NewFrom(cfg.Servers)
 	}
@@ -276,6 +281,18 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("local terminate %s: %w", id, ctx.Err())
+	}
+}
+
+// ReadyEvents receives after an instance became ready (provider.ReadyNotifier); events that
+// come while one is pending are merged into it.
+func (p *Provider) ReadyEvents() <-chan struct{} { return p.readyc }
+
+// notifyReady sends a ready event without blocking.
+func (p *Provider) notifyReady() {
+	select {
+	case p.readyc <- struct{}{}:
+	default:
 	}
 }
 
@@ -456,6 +473,7 @@ func (pr *proc) runOnce(log *slog.Logger) error {
 				ready = true
 				tick.Reset(cfg.HealthInterval)
 				pr.set(func(in *provider.Instance) { in.State = provider.StateReady; in.Ready = time.Now() })
+				pr.p.notifyReady()
 				log.Info("worker ready", "addr", addr)
 			case ok:
 				if fails > 0 {

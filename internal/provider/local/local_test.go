@@ -126,6 +126,11 @@ func ctxT(t *testing.T) context.Context {
 func TestLaunchReadyTerminate(t *testing.T) {
 	p := newProvider(t, "ok", Config{})
 	ctx := ctxT(t)
+	select {
+	case <-p.ReadyEvents():
+		t.Error("a ready event before any launch")
+	default:
+	}
 	var ids []string
 	for range 2 {
 		in, err := p.Launch(ctx, provider.Spec{Model: "mlp32"})
@@ -149,6 +154,12 @@ func TestLaunchReadyTerminate(t *testing.T) {
 		}
 		resp.Body.Close()
 		pids = append(pids, p.pidOf(id))
+	}
+	// The gateway adds a ready instance on this event (provider.ReadyNotifier), not at its next sync.
+	select {
+	case <-p.ReadyEvents():
+	case <-time.After(5 * time.Second):
+		t.Error("no ready event within 5 s of the workers being ready")
 	}
 	insts, _ := p.Instances(ctx)
 	got := []string{}
