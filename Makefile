@@ -3,7 +3,7 @@ GO ?= go
 ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so
 export ONNXRUNTIME_LIB ?= $(if $(wildcard $(ORT_LIB)),$(ORT_LIB),)
 
-.PHONY: demo serve bench-gateway test setup tools models fuzz bench vet build attack soak e2e-clients promtool prom-check test-defaults
+.PHONY: demo serve bench-gateway test setup tools models fuzz bench vet build attack soak e2e-clients promtool prom-check test-defaults test-oraclegap
 
 # Tools 'make test' runs, installed by scripts/setup.sh (which pins the version) into an ignored
 # cache folder; SLOSERVE_TOOLS moves it.
@@ -65,6 +65,12 @@ fuzz:
 # (docs/scoreboard.md, "Which part each default was chosen on"); about a CPU-minute.
 test-defaults:
 	$(GO) test -tags defaults -count=1 -run 'DefaultsInSearchBand' -timeout 15m ./internal/experiment/
+
+# test-oraclegap decomposes sloserve's gap to the oracle on the full Twitter day in MArk's
+# setting: restricted oracles and one-knob sloserve runs on both parts (docs/scoreboard.md,
+# "Where sloserve loses to the oracle on full parts"); about a CPU-minute, needs ../shared/data.
+test-oraclegap:
+	$(GO) test -tags oraclegap -count=1 -run TestOracleGap -v -timeout 15m ./internal/experiment/
 
 # promtool installs Debian's prometheus (promtool, prometheus) when missing and checks the rules
 # and dashboard of deploy/observability (go test skips that check when promtool is absent).

@@ -40,6 +40,7 @@ type oracleVM struct {
 
 // oracleSL is one serverless (memory, batch): its service time and price per request.
 type oracleSL struct {
+	mem    int
 	svc    time.Duration
 	batch  int
 	perReq float64
@@ -99,7 +100,7 @@ func newOracle(cat *cost.Catalog, model profile.Model, spec slo.Spec, types []pl
 				if t <= 0 || t > spec.Threshold {
 					break
 				}
-				o.sls = append(o.sls, oracleSL{svc: t, batch: n, perReq: s.InvocationCost(mem, t) / float64(n)})
+				o.sls = append(o.sls, oracleSL{mem: mem, svc: t, batch: n, perReq: s.InvocationCost(mem, t) / float64(n)})
 			}
 		}
 		sort.Slice(o.sls, func(i, j int) bool { return o.sls[i].perReq < o.sls[j].perReq })
@@ -187,6 +188,15 @@ func OracleCost(cat *cost.Catalog, model profile.Model, spec slo.Spec, types []p
 	if len(o.vms) == 0 && len(o.sls) == 0 {
 		return 0, fmt.Errorf("oracle: model %s has no VM type or serverless configuration within %v", model.Name, spec.Threshold)
 	}
+	c, err := o.cost(arr)
+	if err != nil {
+		return 0, fmt.Errorf("oracle: model %s %w", model.Name, err)
+	}
+	return c, nil
+}
+
+// cost sums the floor's price of arr's minutes.
+func (o *oracle) cost(arr sim.Arrivals) (float64, error) {
 	per := int(oracleMinute / oracleWindow)
 	counts := make([]int, per)
 	cur, total := int64(-1), 0.0
@@ -197,7 +207,7 @@ func OracleCost(cat *cost.Catalog, model profile.Model, spec slo.Spec, types []p
 			if cur >= 0 {
 				c := o.minute(counts)
 				if math.IsInf(c, 1) {
-					return 0, fmt.Errorf("oracle: model %s cannot serve minute %d's peak", model.Name, cur)
+					return 0, fmt.Errorf("cannot serve minute %d's peak", cur)
 				}
 				total += c
 			}
