@@ -28,17 +28,7 @@ func TestLevelsAreTheVanLoanProducts(t *testing.T) {
 			}
 			md.tagging()
 			m, n := a.m, b*a.m
-			q := make([]float64, n*n)
-			arr := make([]float64, n*n)
-			for l := 0; l < b-1; l++ {
-				for i := 0; i < m; i++ {
-					for j := 0; j < m; j++ {
-						q[(l*m+i)*n+l*m+j] = a.d0[i*m+j]
-						q[(l*m+i)*n+(l+1)*m+j] = a.d1[i*m+j]
-						arr[(l*m+i)*n+(l+1)*m+j] = a.d1[i*m+j]
-					}
-				}
-			}
+			q, arr := md.q, md.arrA // the full generators NewModel built (it keeps them)
 			for _, g := range []int{1, 7, 50} {
 				tt := float64(g) * md.h
 				e := expm(q, n, tt)
