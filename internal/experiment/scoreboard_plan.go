@@ -194,7 +194,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 				return ScoreEntry{}, err
 			}
 			return ScoreEntry{Summary: r.Summary, Tuned: &TunedInfo{Options: r.Search.Options, Attainment: r.Search.Tuning.Attainment,
-				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs}}, nil
+				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs, PrefixS: r.Prefix.Seconds()}}, nil
 		}))
 		jobs[len(jobs)-1].weight = eval.Expected() + tunedRunsGuess*tuning.Expected()
 	}

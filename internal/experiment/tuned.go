@@ -294,6 +294,9 @@ func arrivalCount(tr *trace.Trace, seed uint64) int64 {
 type TunedRun struct {
 	Search  tune.Result
 	Summary slo.Summary
+	// Prefix is the length of the tuning part's prefix the search ran on before its answer was
+	// checked on the whole part (searchPrefix); 0 when it searched the whole part.
+	Prefix time.Duration
 }
 
 // RunTuned tunes b on tuning (its part tp) and runs the answer on eval (part ep). Both runs tell
@@ -320,7 +323,9 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 		Target: w.Config.SLO.Target, Trace: w.Key} // RunPolicy caches the runs
 	var r tune.Result
 	var err error
+	var prefix time.Duration
 	if w.TunePrefix > 0 && w.TunePrefix < tuning.Duration() {
+		prefix = w.TunePrefix
 		r, err = w.searchPrefix(ctx, b, p, tuning, tp, load)
 	} else {
 		r, err = tune.Search(ctx, p)
@@ -333,7 +338,7 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 		return TunedRun{}, fmt.Errorf("%s: %w", b.Name, err)
 	}
 	s.Policy = b.Name
-	return TunedRun{Search: r, Summary: s}, nil
+	return TunedRun{Search: r, Summary: s, Prefix: prefix}, nil
 }
 
 // searchPrefix is the coarse-to-fine search of World.TunePrefix (issue #17 item 6, an

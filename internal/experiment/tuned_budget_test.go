@@ -120,8 +120,9 @@ func TestTunePrefixChecksOnWholePart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.Search.Met || r.Search.Runs < 2 {
-			t.Fatalf("%s: met %v after %d runs, want a met answer checked on the whole part", b.Name, r.Search.Met, r.Search.Runs)
+		if !r.Search.Met || r.Search.Runs < 2 || r.Prefix != w.TunePrefix {
+			t.Fatalf("%s: met %v after %d runs on a %v prefix, want a met answer searched on the %v prefix and checked on the whole part",
+				b.Name, r.Search.Met, r.Search.Runs, r.Prefix, w.TunePrefix)
 		}
 		o := maps.Clone(r.Search.Options)
 		s, err := w.RunPolicy(context.Background(), b.Policy, o, tuning, parts[0], sim.Load(tuning), 0)
