@@ -400,16 +400,18 @@ func (e *engine) arrive() {
 	e.sample.Arrivals++
 	e.perArr++
 	route := RouteVM
-	now := e.t(e.now)
 	v := e.view()
-	deadline := now.Add(e.cfg.SLO.Threshold)
-	v.Admission = admission.Admit(e.admissionFacts(v), deadline, now)
+	// The estimator's rule in durations (admission.Within: Admit's verdicts without its times).
+	f := e.admissionFacts(v)
+	est := admission.Within(&f, e.cfg.SLO.Threshold)
 	switch {
 	case e.pol.Router != nil:
-		route = e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now)
+		now := e.t(e.now)
+		v.Admission = est.At(now)
+		route = e.pol.Router.Route(Request{Arrival: now, Deadline: now.Add(e.cfg.SLO.Threshold)}, v, now)
 	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
 		route = RouteServerless
-	case !v.Admission.Admit:
+	case !est.Admit:
 		route = RouteReject // the live gateway's 429
 	}
 	if route == RouteServerless && e.sl == nil {
@@ -420,8 +422,8 @@ func (e *engine) arrive() {
 		e.inSystem++
 		e.vq.Push(e.now)
 		var exp int64
-		if !v.Admission.Done.IsZero() {
-			exp = e.off(v.Admission.Done)
+		if est.Timed {
+			exp = e.now + int64(est.Wait)
 		}
 		e.vqExp.Push(exp)
 		e.pumpVM()
