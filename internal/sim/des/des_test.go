@@ -1,6 +1,7 @@
 package des
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -81,18 +82,22 @@ func TestHeapMatchesSortedReference(t *testing.T) {
 	}
 }
 
-// BenchmarkHeap is a steady state of ~1,000 pending events, each pop followed by a push a little
+// BenchmarkHeap is a steady state of n pending events, each pop followed by a push a little
 // later, as a world's loop runs.
 func BenchmarkHeap(b *testing.B) {
-	var h Heap
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 1000 {
-		h.Push(int64(rng.IntN(1_000_000)), 0, 0)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		e := h.Pop()
-		h.Push(e.At+int64(rng.IntN(1_000_000)), e.Kind, e.ID)
+	for _, n := range []int{8, 64, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var h Heap
+			rng := rand.New(rand.NewPCG(5, 6))
+			for range n {
+				h.Push(int64(rng.IntN(1_000_000)), 0, 0)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				e := h.Pop()
+				h.Push(e.At+int64(rng.IntN(1_000_000)), e.Kind, e.ID)
+			}
+		})
 	}
 }
