@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -268,4 +269,64 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// costOld is CostFit.Cost without its one-row shortcut (the reference for the test below).
+func costOld(f CostFit) BatchCost {
+	if f.w <= 0 {
+		return BatchCost{}
+	}
+	mx, my := f.sx/f.w, f.sy/f.w
+	vx := f.sxx/f.w - mx*mx
+	if vx <= 0.01*mx*mx {
+		return BatchCost{Fixed: time.Duration(my / 2), PerRowNS: my / 2 / mx}
+	}
+	b := (f.sxy/f.w - mx*my) / vx
+	a := my - b*mx
+	switch {
+	case b < 0:
+		a, b = my, 0
+	case a < 0:
+		a, b = 0, my/mx
+	}
+	return BatchCost{Fixed: time.Duration(a), PerRowNS: b}
+}
+
+// The one-row shortcut of CostFit.Cost gives the general formula's cost bit for bit, over runs
+// of one-row batches broken by larger ones (after which the sums meet again as the larger batch
+// fades, or not), and is taken.
+func TestCostFitOneRowShortcut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	short := 0
+	for _, decay := range FitDecay {
+		var f CostFit
+		for i := range 100_000 {
+			x := 1.0
+			if i%25_000 >= 20_000 && i%25_000 < 20_003 { // long runs of one row, a few larger batches
+				x = float64(2 + rng.IntN(8))
+			}
+			f.Add(x, float64(time.Millisecond)+rng.NormFloat64()*1e5, decay)
+			if got, want := f.Cost(), costOld(f); got != want {
+				t.Fatalf("decay %v batch %d: Cost %+v, the general formula %+v", decay, i, got, want)
+			}
+			if f.sx == f.w && f.sxx == f.w {
+				short++
+			}
+		}
+	}
+	if short < 20_000 {
+		t.Fatalf("the shortcut was taken %d times of 200,000", short)
+	}
+}
+
+// BenchmarkObserve is one completed batch fed to the estimator: one row (the shortcut) or four.
+func BenchmarkObserve(b *testing.B) {
+	for _, rows := range []int64{1, 4} {
+		b.Run(fmt.Sprint(rows), func(b *testing.B) {
+			var e Estimator
+			for i := range b.N {
+				e.Observe(rows, time.Duration(1_000_000+i%1000))
+			}
+		})
+	}
 }
