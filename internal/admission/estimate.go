@@ -220,7 +220,13 @@ func (m *MissControl) Outcome(missed bool, now time.Time) float64 {
 	} else {
 		m.frac -= MissGain * MissTarget
 	}
-	m.frac = min(max(m.frac, MarginFloor), MarginCap)
+	// min(max(frac, MarginFloor), MarginCap) by comparisons: the same for every frac, NaN
+	// included (it stays NaN), without the builtins' NaN and signed-zero handling per request.
+	if m.frac < MarginFloor {
+		m.frac = MarginFloor
+	} else if m.frac > MarginCap {
+		m.frac = MarginCap
+	}
 	return m.frac
 }
 

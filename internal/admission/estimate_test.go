@@ -330,3 +330,31 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+// Outcome's clamp by comparisons is min(max(frac, MarginFloor), MarginCap) for every value,
+// the infinities and NaN included.
+func TestOutcomeClamp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	vals := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), MarginFloor, MarginCap,
+		math.Nextafter(MarginFloor, 0), math.Nextafter(MarginCap, 1)}
+	for range 10_000 {
+		vals = append(vals, rng.Float64()*2-0.5)
+	}
+	for _, v := range vals {
+		for _, missed := range []bool{false, true} {
+			m := MissControl{frac: v}
+			step := -MissGain * MissTarget
+			if missed {
+				step = MissGain * (1 - MissTarget)
+			}
+			want := min(max(v+step, MarginFloor), MarginCap)
+			got := m.Outcome(missed, time.Time{})
+			if v == 0 {
+				want = min(max(MarginStart+step, MarginFloor), MarginCap)
+			}
+			if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("frac %v missed %v: %v, want %v", v, missed, got, want)
+			}
+		}
+	}
+}
