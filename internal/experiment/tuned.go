@@ -103,10 +103,12 @@ func withTypes(first tune.Knob, rest ...tune.Knob) func(profile.Model, *cost.Cat
 func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
 	var vals []any
 	for _, mb := range []int{3008, 2560, 2048, 1769, 1536, 1280, 1024, 768, 512, 256} {
-		if mb < cat.Serverless.MinMemoryMB || mb > cat.Serverless.MaxMemoryMB || m.Serverless == nil {
+		if mb < cat.Serverless.MinMemoryMB || mb > cat.Serverless.MaxMemoryMB {
 			continue
 		}
-		if _, err := m.Serverless.At(mb); err == nil {
+		if m.Serverless == nil { // the policy names why it cannot run
+			vals = append(vals, mb)
+		} else if _, err := m.Serverless.At(mb); err == nil {
 			vals = append(vals, mb)
 		}
 	}
