@@ -363,7 +363,7 @@ func init() {
 // scoreboardExperiment prints docs/scoreboard.md's table, the verdicts and what it skipped.
 func scoreboardExperiment(ctx context.Context, o Options, w io.Writer) error {
 	c := ScoreboardConfig{Root: o.Root, TraceDirs: []string{o.root("testdata/traces"), o.data("traces")},
-		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed, Pool: o.Pool}
+		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed, Pool: o.Pool, TunePrefix: DefaultTunePrefix}
 	if o.Duration > 0 {
 		c.Duration = o.Duration
 	}

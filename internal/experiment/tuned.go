@@ -97,11 +97,18 @@ func withTypes(first tune.Knob, rest ...tune.Knob) func(profile.Model, *cost.Cat
 }
 
 // lambdaKnobs: the function memory, from the largest of the tier's usual sizes down (BATCH
-// §VI-A's 3008 MB first); bisection finds the smallest memory meeting the SLO.
-func lambdaKnobs(_ profile.Model, cat *cost.Catalog) []tune.Knob {
+// §VI-A's 3008 MB first); bisection finds the smallest memory meeting the SLO. Only sizes the
+// tier offers and the model's serverless profile covers (a fitted polynomial covers its fitted
+// domain only, e.g. BATCH's TF-resnetV2 1280–3008 MB): a size it cannot run is no candidate.
+func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
 	var vals []any
 	for _, mb := range []int{3008, 2560, 2048, 1769, 1536, 1280, 1024, 768, 512, 256} {
-		if mb >= cat.Serverless.MinMemoryMB && mb <= cat.Serverless.MaxMemoryMB {
+		if mb < cat.Serverless.MinMemoryMB || mb > cat.Serverless.MaxMemoryMB {
+			continue
+		}
+		if m.Serverless == nil { // the policy names why it cannot run
+			vals = append(vals, mb)
+		} else if _, err := m.Serverless.At(mb); err == nil {
 			vals = append(vals, mb)
 		}
 	}

@@ -135,3 +135,43 @@ func TestTunePrefixChecksOnWholePart(t *testing.T) {
 		}
 	}
 }
+
+// TestLambdaTunedInBatchSetting: BATCH's setting fits TF-resnetV2's Lambda times on 1280–3008 MB
+// only, so the tuned Lambda baseline offers no other size (a probe of 768 MB used to fail the
+// search and drop the lambda-tuned row from every trace of the setting), and it runs.
+func TestLambdaTunedInBatchSetting(t *testing.T) {
+	st := DefaultScoreSettings()[2]
+	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := lambdaKnobs(w.Model, w.Catalog)
+	if len(ks) != 1 || len(ks[0].Values) == 0 {
+		t.Fatalf("%s setting: lambda knobs %+v, want one memory knob with values", st.Name, ks)
+	}
+	for _, v := range ks[0].Values {
+		if _, err := w.Model.Serverless.At(v.(int)); err != nil {
+			t.Errorf("memory %v MB offered: %v", v, err)
+		}
+	}
+	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
+	if err == nil {
+		tr, err = scaleTrace(tr, st.MaxRPS, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuning, eval, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 4*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range DefaultTunedBaselines() {
+		if b.Name != "lambda-tuned" {
+			continue
+		}
+		r, err := w.RunTuned(context.Background(), b, tuning, eval, parts[0], parts[1])
+		if err != nil || r.Search.Runs == 0 || r.Summary.Requests == 0 {
+			t.Fatalf("lambda-tuned in the %s setting: %+v, %v; want a tuned row", st.Name, r.Search, err)
+		}
+	}
+}
