@@ -163,6 +163,10 @@ type engine struct {
 	vmArea     float64
 	upArea     float64
 	mb         int  // VM batching policy's MaxBatch after its last decision
+	vmInert    bool // vmBatch is inert (inert): its constant MaxBatch is vmMax
+	slInert    bool // slBatch is inert
+	vmMax      int  // vmBatch.MaxBatch() when vmInert
+	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
 	fleet      []autoscale.Member
@@ -232,6 +236,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		e.vmBatch = batching.NewNone()
 	}
 	e.mb = max(e.vmBatch.MaxBatch(), 1)
+	e.vmInert, e.vmMax = inert(e.vmBatch), e.vmBatch.MaxBatch()
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -248,6 +253,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		if e.slBatch == nil {
 			e.slBatch = batching.NewNone()
 		}
+		e.slInert = inert(e.slBatch)
 		e.keepAlive = int64(cat.Serverless.KeepAlive)
 		if s.KeepAlive > 0 {
 			e.keepAlive = int64(s.KeepAlive)
@@ -451,18 +457,51 @@ func (e *engine) admissionFacts(v TierView) admission.Facts {
 
 // view returns the VM tier's state for a Router.
 func (e *engine) view() TierView {
-	v := TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: e.vmBatch.MaxBatch()}
-	for _, ty := range e.types {
-		if ty.ready == 0 {
-			continue
-		}
-		v.Ready += ty.ready
-		v.Slots += ty.ready * max(ty.backend.Slots, 1)
-		if bt := ty.backend.Curve.ServiceTime(max(v.MaxBatch, 1)); bt > v.BatchTime {
-			v.BatchTime = bt
+	v := TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: e.vmMax}
+	if !e.vmInert {
+		v.MaxBatch = e.vmBatch.MaxBatch()
+	}
+	c := &e.vc
+	if !c.ok || c.gen != c.readyGen || c.mb != v.MaxBatch {
+		c.ok, c.gen, c.mb, c.ready, c.slots, c.batchTime = true, c.readyGen, v.MaxBatch, 0, 0, 0
+		for _, ty := range e.types {
+			if ty.ready == 0 {
+				continue
+			}
+			c.ready += ty.ready
+			c.slots += ty.ready * max(ty.backend.Slots, 1)
+			if bt := ty.backend.Curve.ServiceTime(max(v.MaxBatch, 1)); bt > c.batchTime {
+				c.batchTime = bt
+			}
 		}
 	}
+	v.Ready, v.Slots, v.BatchTime = c.ready, c.slots, c.batchTime
 	return v
+}
+
+// viewCache keeps view's sums over the instance types, which change only when an instance
+// becomes ready or stops accepting (readyGen counts those) or the policy's MaxBatch changes:
+// recomputing them at every arrival, a service-time lookup per type, was 4 % of the
+// scoreboard's CPU (pprof, issue #17).
+type viewCache struct {
+	readyGen, gen uint64
+	ok            bool
+	mb            int
+	ready, slots  int
+	batchTime     time.Duration
+}
+
+// inert reports whether p is one of batching's stateless policies (None, Fixed): its Decide is
+// a pure function of its arguments that answers an empty queue with an empty Decision, its
+// Observe does nothing and its MaxBatch never changes. The engine skips those calls for them —
+// exactly: the results are known (an interface call per event was a tenth of the scoreboard's
+// CPU, pprof, issue #17).
+func inert(p batching.Policy) bool {
+	switch p.(type) {
+	case batching.None, *batching.Fixed:
+		return true
+	}
+	return false
 }
 
 // ---- VM tier ----
@@ -543,6 +582,7 @@ func (e *engine) becomeReady(i int) {
 	in.accepting = true
 	ty := e.types[in.typ]
 	ty.ready++
+	e.vc.readyGen++
 	e.freeSlots += ty.backend.Slots - in.busy
 }
 
@@ -554,6 +594,7 @@ func (e *engine) stopAccepting(in *vmInst) {
 	in.accepting = false
 	ty := e.types[in.typ]
 	ty.ready--
+	e.vc.readyGen++
 	e.freeSlots -= ty.backend.Slots - in.busy
 }
 
@@ -643,12 +684,18 @@ func (e *engine) pumpVM() {
 			e.fail()
 		}
 		q := batching.Queue{Len: e.vq.N, Free: e.freeSlots}
+		if q.Len == 0 && e.vmInert { // its Decision is empty: no dispatch, no wake-up
+			e.blocked = false
+			return
+		}
 		if q.Len > 0 {
 			q.Oldest = e.t(e.vq.Front())
 			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
 		}
 		d := e.vmBatch.Decide(q, e.t(e.now))
-		e.mb = max(e.vmBatch.MaxBatch(), 1)
+		if !e.vmInert {
+			e.mb = max(e.vmBatch.MaxBatch(), 1)
+		}
 		e.blocked = d.Dispatch > 0 && q.Len > 0 && e.freeSlots == 0
 		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
 			nx = max(nx, e.now)
@@ -838,7 +885,9 @@ func (e *engine) vmDone(b int32) {
 	e.startSum -= float64(br.start)
 	e.admit(br, failed)
 	e.complete(br.arr, slo.TierVM, failed)
-	e.observe(e.vmBatch, br, failed)
+	if !e.vmInert { // an inert policy's Observe does nothing
+		e.observe(e.vmBatch, br, failed)
+	}
 	e.releaseBatch(b)
 	if in.state == provider.StateDraining && in.busy == 0 {
 		e.end(i)
@@ -920,6 +969,9 @@ func (e *engine) pumpSL() {
 		e.expireFns()
 		free := e.slFree()
 		q := batching.Queue{Len: e.sq.N, Free: free}
+		if q.Len == 0 && e.slInert {
+			return
+		}
 		if q.Len > 0 {
 			q.Oldest = e.t(e.sq.Front())
 			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
@@ -969,7 +1021,9 @@ func (e *engine) slDone(b int32) {
 	e.inflight--
 	e.fnIdle.Push(e.now)
 	e.complete(br.arr, slo.TierServerless, false)
-	e.observe(e.slBatch, br, false)
+	if !e.slInert {
+		e.observe(e.slBatch, br, false)
+	}
 	e.releaseBatch(b)
 	e.pumpSL()
 }

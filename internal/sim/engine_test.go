@@ -190,3 +190,39 @@ func TestLaunchNoiseFactors(t *testing.T) {
 		t.Fatal("2 alive, 2 ready: want not launching")
 	}
 }
+
+// opaque hides a batching policy's type from the engine, so that it is not inert and every
+// Decide, Observe and MaxBatch call is made.
+type opaque struct{ batching.Policy }
+
+// TestInertPoliciesMatchOpaque: the calls the engine skips for an inert policy (None, Fixed: a
+// Decide on an empty queue, Observe, MaxBatch) change nothing — the same run with the policy
+// hidden behind another type gives the identical result, on a load that queues.
+func TestInertPoliciesMatchOpaque(t *testing.T) {
+	model := oneTypeModel(t, 10*time.Millisecond, 1)
+	for _, mk := range []func() batching.Policy{
+		func() batching.Policy { return batching.NewNone() },
+		func() batching.Policy { return batching.NewFixed(2, 5*time.Millisecond) },
+	} {
+		run := func(p batching.Policy) *Result {
+			cfg := DefaultConfig()
+			cfg.NoiseCV = 0.3
+			res, err := Run(context.Background(), cfg, nil, model, staticPolicy(2, p), newPoisson(170, 20000, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		p := mk()
+		if !inert(p) || inert(opaque{p}) {
+			t.Fatalf("%T: inert %v, hidden %v", p, inert(p), inert(opaque{p}))
+		}
+		a, b := run(p), run(opaque{mk()})
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%T: inert and hidden runs differ:\n-%+v\n+%+v", p, a.Summary, b.Summary)
+		}
+		if a.Summary.Requests == 0 || a.Summary.MeanBatchSize <= 1 && p.MaxBatch() > 1 {
+			t.Errorf("%T: the run did not batch (%+v)", p, a.Summary)
+		}
+	}
+}

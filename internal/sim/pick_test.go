@@ -62,13 +62,13 @@ func pickScan(e *engine) int {
 
 // TestLiveListMatchesTable: on random sequences of launches, readiness, busy slots, spot
 // notices, terminations, ends and compactions, the live list is exactly the table's instances
-// not ended, in table order, and both picks (the default's fast one and the snapshot's) equal
-// the picker's choice over a scan of the whole table.
+// not ended, in table order, view's cached sums are the table's, and both picks (the default's
+// fast one and the snapshot's) equal the picker's choice over a scan of the whole table.
 func TestLiveListMatchesTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for trial := range 300 {
 		cat := cost.DefaultCatalog()
-		e := &engine{cat: &cat, picker: dispatch.PickFunc(dispatch.LeastOutstanding), typeIdx: map[string]int{}, instIdx: map[string]int{}}
+		e := &engine{cat: &cat, picker: dispatch.PickFunc(dispatch.LeastOutstanding), typeIdx: map[string]int{}, instIdx: map[string]int{}, vmInert: true, vmMax: 1}
 		for k := range 1 + rng.IntN(3) {
 			ty := &vmType{name: "t" + strconv.Itoa(k), weight: 1}
 			ty.backend.Slots = 1 + rng.IntN(4)
@@ -108,6 +108,16 @@ func TestLiveListMatchesTable(t *testing.T) {
 			}
 			if !slices.Equal(e.live, want) {
 				t.Fatalf("trial %d step %d: live %v, want %v", trial, step, e.live, want)
+			}
+			ready, slots := 0, 0
+			for i := range e.insts {
+				if e.insts[i].accepting {
+					ready++
+					slots += e.types[e.insts[i].typ].backend.Slots
+				}
+			}
+			if v := e.view(); v.Ready != ready || v.Slots != slots {
+				t.Fatalf("trial %d step %d: view has %d ready, %d slots; the table %d, %d", trial, step, v.Ready, v.Slots, ready, slots)
 			}
 			ref := pickScan(e)
 			for _, fast := range []bool{false, true} {
