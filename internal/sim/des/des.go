@@ -24,24 +24,27 @@ func (h *Heap) Len() int { return len(h.ev) }
 // Events are the pending events, in heap order (read only).
 func (h *Heap) Events() []Event { return h.ev }
 
-func (h *Heap) less(i, j int) bool {
-	a, b := &h.ev[i], &h.ev[j]
+func before(a, b *Event) bool {
 	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
 }
 
-// Push schedules an event of kind at at with id.
+// Push schedules an event of kind at at with id. The sifts move a hole and write the event
+// once, instead of swapping at every level.
 func (h *Heap) Push(at int64, kind uint8, id int32) {
 	h.seq++
-	h.ev = append(h.ev, Event{At: at, Seq: h.seq, ID: id, Kind: kind})
-	i := len(h.ev) - 1
+	x := Event{At: at, Seq: h.seq, ID: id, Kind: kind}
+	h.ev = append(h.ev, x)
+	ev := h.ev
+	i := len(ev) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !before(&x, &ev[p]) {
 			break
 		}
-		h.ev[i], h.ev[p] = h.ev[p], h.ev[i]
+		ev[i] = ev[p]
 		i = p
 	}
+	ev[i] = x
 }
 
 // Top is the earliest event (Len > 0).
@@ -51,8 +54,9 @@ func (h *Heap) Top() *Event { return &h.ev[0] }
 func (h *Heap) Pop() Event {
 	e := h.ev[0]
 	n := len(h.ev) - 1
-	h.ev[0] = h.ev[n]
+	x := h.ev[n]
 	h.ev = h.ev[:n]
+	ev := h.ev
 	i := 0
 	for {
 		l := 2*i + 1
@@ -60,19 +64,23 @@ func (h *Heap) Pop() Event {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && before(&ev[r], &ev[l]) {
 			m = r
 		}
-		if !h.less(m, i) {
+		if !before(&ev[m], &x) {
 			break
 		}
-		h.ev[i], h.ev[m] = h.ev[m], h.ev[i]
+		ev[i] = ev[m]
 		i = m
+	}
+	if n > 0 {
+		ev[i] = x
 	}
 	return e
 }
 
-// Ring is a FIFO of int64 (arrival offsets) that grows by doubling; N is its length.
+// Ring is a FIFO of int64 (arrival offsets) that grows by doubling; N is its length. Its buffer's
+// length is a power of two (64 doubled), so positions wrap with a mask.
 type Ring struct {
 	buf  []int64
 	head int
@@ -84,11 +92,11 @@ func (r *Ring) Push(v int64) {
 	if r.N == len(r.buf) {
 		nb := make([]int64, max(64, 2*len(r.buf)))
 		for i := 0; i < r.N; i++ {
-			nb[i] = r.buf[(r.head+i)%len(r.buf)]
+			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 		}
 		r.buf, r.head = nb, 0
 	}
-	r.buf[(r.head+r.N)%len(r.buf)] = v
+	r.buf[(r.head+r.N)&(len(r.buf)-1)] = v
 	r.N++
 }
 

@@ -41,3 +41,35 @@ func TestHeapAndRing(t *testing.T) {
 		t.Fatalf("ring ended at %d, want 200", want)
 	}
 }
+
+// TestHeapInterleaved: pushes and pops interleaved at random pop what a scan for the least
+// (time, scheduling order) of the pending events pops.
+func TestHeapInterleaved(t *testing.T) {
+	var h Heap
+	var ref []Event
+	rng := rand.New(rand.NewPCG(3, 4))
+	var seq uint64
+	for step := range 20000 {
+		if rng.IntN(5) < 3 || len(ref) == 0 {
+			at := int64(rng.IntN(40))
+			seq++
+			h.Push(at, uint8(step%7), int32(step))
+			ref = append(ref, Event{At: at, Seq: seq, ID: int32(step), Kind: uint8(step % 7)})
+			continue
+		}
+		m := 0
+		for k := range ref {
+			if before(&ref[k], &ref[m]) {
+				m = k
+			}
+		}
+		want := ref[m]
+		ref = append(ref[:m], ref[m+1:]...)
+		if got := h.Pop(); got != want {
+			t.Fatalf("step %d: popped %+v, want %+v", step, got, want)
+		}
+		if h.Len() != len(ref) {
+			t.Fatalf("step %d: %d pending, want %d", step, h.Len(), len(ref))
+		}
+	}
+}
