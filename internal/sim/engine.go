@@ -162,10 +162,11 @@ type engine struct {
 	area       float64
 	vmArea     float64
 	upArea     float64
-	mb         int  // VM batching policy's MaxBatch after its last decision
-	vmInert    bool // vmBatch is inert (inert): its constant MaxBatch is vmMax
-	slInert    bool // slBatch is inert
-	vmMax      int  // vmBatch.MaxBatch() when vmInert
+	mb         int             // VM batching policy's MaxBatch after its last decision
+	vmInert    bool            // vmBatch is inert (inert): its constant MaxBatch is vmMax
+	slInert    bool            // slBatch is inert
+	vmMax      int             // vmBatch.MaxBatch() when vmInert
+	vmFixed    *batching.Fixed // vmBatch when it is Fixed
 	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
@@ -237,6 +238,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	}
 	e.mb = max(e.vmBatch.MaxBatch(), 1)
 	e.vmInert, e.vmMax = inert(e.vmBatch), e.vmBatch.MaxBatch()
+	e.vmFixed, _ = e.vmBatch.(*batching.Fixed)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -683,34 +685,51 @@ func (e *engine) pumpVM() {
 			e.adm.Outcome(true, e.t(e.now))
 			e.fail()
 		}
-		q := batching.Queue{Len: e.vq.N, Free: e.freeSlots}
-		if q.Len == 0 && e.vmInert { // its Decision is empty: no dispatch, no wake-up
+		n := e.vq.N
+		if n == 0 && e.vmInert { // its Decision is empty: no dispatch, no wake-up
 			e.blocked = false
 			return
 		}
-		if q.Len > 0 {
-			q.Oldest = e.t(e.vq.Front())
-			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
-		}
-		d := e.vmBatch.Decide(q, e.t(e.now))
-		if !e.vmInert {
-			e.mb = max(e.vmBatch.MaxBatch(), 1)
-		}
-		e.blocked = d.Dispatch > 0 && q.Len > 0 && e.freeSlots == 0
-		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
+		disp, nx := e.decideVM(n)
+		e.blocked = disp > 0 && n > 0 && e.freeSlots == 0
+		if nx >= 0 && (disp <= 0 || e.freeSlots == 0 || nx > e.now) {
 			nx = max(nx, e.now)
 			if e.vmWake < e.now || nx < e.vmWake {
-				if nx > e.now || d.Dispatch <= 0 {
+				if nx > e.now || disp <= 0 {
 					e.vmWake = nx
 					e.h.Push(nx, evWakeVM, 0)
 				}
 			}
 		}
-		if d.Dispatch <= 0 || q.Len == 0 || e.freeSlots == 0 || e.stalled() {
+		if disp <= 0 || n == 0 || e.freeSlots == 0 || e.stalled() {
 			return
 		}
-		e.dispatchVM(min(d.Dispatch, q.Len))
+		e.dispatchVM(min(disp, n))
 	}
+}
+
+// decideVM asks the VM batching policy about the queue of n requests: how many to dispatch, and
+// the offset to ask again at (-1: none). An inert policy decides on the offsets themselves
+// (DecideOffsets, exactly its Decide), any other on the times.
+func (e *engine) decideVM(n int) (dispatch int, next int64) {
+	switch {
+	case e.vmFixed != nil:
+		var front int64
+		if n > 0 {
+			front = e.vq.Front()
+		}
+		return e.vmFixed.DecideOffsets(n, front, front+e.sloNS, e.now)
+	case e.vmInert:
+		return batching.None{}.DecideOffsets(n, e.now)
+	}
+	q := batching.Queue{Len: n, Free: e.freeSlots}
+	if n > 0 {
+		q.Oldest = e.t(e.vq.Front())
+		q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+	}
+	d := e.vmBatch.Decide(q, e.t(e.now))
+	e.mb = max(e.vmBatch.MaxBatch(), 1)
+	return d.Dispatch, e.off(d.Next)
 }
 
 func (e *engine) fail() {
