@@ -104,11 +104,8 @@ const (
 //
 // Admit is pure: it reads no clock.
 func Admit(f Facts, deadline, now time.Time) Verdict {
-	if f.Slots <= 0 || f.Queued <= 0 {
-		return Verdict{Admit: true, Reason: ReasonNoInstance}
-	}
-	if f.Queued == 1 && f.Busy < f.Slots {
-		return Verdict{Admit: true, Reason: ReasonFreeSlot}
+	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
+		return v
 	}
 	mb := max(f.MaxBatch, 1)
 	if !f.Cost.Known() {
@@ -134,6 +131,20 @@ func Admit(f Facts, deadline, now time.Time) Verdict {
 		return Verdict{Done: done, RetryAfter: max(time.Duration(wait), time.Second), Reason: ReasonUnreachable}
 	}
 	return Verdict{Admit: true, Done: done, Reason: ReasonReachable}
+}
+
+// Immediate is Admit's verdict when it needs neither the estimate nor the times — no instance
+// usable, or an empty queue with a free slot (Facts' Queued, Busy and Slots) — and ok false
+// otherwise. A caller that builds the Facts and times only when they are needed (the
+// simulator's arrivals, issue #17) asks it first; Admit asks it too, so both answer alike.
+func Immediate(queued, busy, slots int) (v Verdict, ok bool) {
+	if slots <= 0 || queued <= 0 {
+		return Verdict{Admit: true, Reason: ReasonNoInstance}, true
+	}
+	if queued == 1 && busy < slots {
+		return Verdict{Admit: true, Reason: ReasonFreeSlot}, true
+	}
+	return Verdict{}, false
 }
 
 // ColdRounds bounds the queue (the batches in flight aside), in rounds of full batches on every

@@ -163,3 +163,25 @@ func TestBeyondMargin(t *testing.T) {
 		t.Errorf("before %d batches: beyond the margin, want not (a cold fit overruns by design)", OverrunWarmup)
 	}
 }
+
+// TestImmediateMatchesAdmit: whenever Immediate answers, Admit answers the same, whatever the
+// estimate and the times; when it does not, Admit needed them (neither of its two reasons).
+func TestImmediateMatchesAdmit(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for queued := -1; queued <= 4; queued++ {
+		for slots := -1; slots <= 3; slots++ {
+			for busy := 0; busy <= 3; busy++ {
+				f := Facts{Queued: queued, Busy: busy, Slots: slots, Rows: 1, MaxBatch: 2,
+					Cost: BatchCost{Fixed: time.Millisecond}, Budget: 100 * time.Millisecond}
+				want := Admit(f, now.Add(time.Millisecond), now)
+				v, ok := Immediate(queued, busy, slots)
+				if ok && v != want {
+					t.Errorf("queued %d busy %d slots %d: Immediate %+v, Admit %+v", queued, busy, slots, v, want)
+				}
+				if !ok && (want.Reason == ReasonNoInstance || want.Reason == ReasonFreeSlot) {
+					t.Errorf("queued %d busy %d slots %d: Immediate has no answer, Admit %+v", queued, busy, slots, want)
+				}
+			}
+		}
+	}
+}
