@@ -226,3 +226,51 @@ func TestInertPoliciesMatchOpaque(t *testing.T) {
 		}
 	}
 }
+
+// TestEpochMatchesAdd: the engine's offset-to-time conversion gives the Time epoch.Add gives
+// (==: the same wall, ext and location), for the default epoch, other UTC ones, and epochs it
+// must not build itself (another location, a monotonic reading).
+func TestEpochMatchesAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		t    time.Time
+		fast bool
+	}{
+		{DefaultEpoch, true},
+		{time.Date(2026, 3, 1, 12, 30, 0, 999_999_999, time.UTC), true},
+		{time.Date(1969, 12, 31, 23, 59, 59, 1, time.UTC), true},
+		{time.Date(2026, 3, 1, 12, 30, 0, 5, time.FixedZone("x", 3600)), false},
+		{time.Now(), false},
+	} {
+		ep := newEpoch(tc.t)
+		if ep.fast != tc.fast {
+			t.Errorf("epoch %v: fast %v, want %v", tc.t, ep.fast, tc.fast)
+		}
+		for k := range 100000 {
+			off := rng.Int64N(int64(400*24*time.Hour)) - int64(time.Hour)
+			if k%3 == 0 {
+				off = int64(rng.IntN(3e9)) - 1e9
+			}
+			if got, want := ep.at(off), tc.t.Add(time.Duration(off)); got != want {
+				t.Fatalf("epoch %v + %d: %#v, Add %#v", tc.t, off, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkEpoch compares the engine's offset-to-time conversion with time.Time.Add.
+func BenchmarkEpoch(b *testing.B) {
+	ep := newEpoch(DefaultEpoch)
+	var sink time.Time
+	b.Run("at", func(b *testing.B) {
+		for i := range b.N {
+			sink = ep.at(int64(i) * 1_234_567)
+		}
+	})
+	b.Run("Add", func(b *testing.B) {
+		for i := range b.N {
+			sink = DefaultEpoch.Add(time.Duration(int64(i) * 1_234_567))
+		}
+	})
+	_ = sink
+}
