@@ -437,25 +437,28 @@ func (e *engine) arrive() {
 	e.sample.Arrivals++
 	e.perArr++
 	route := RouteVM
-	v := e.view()
-	// The times only when a router or the estimate needs them (most arrivals meet an empty queue
-	// and a free slot: converting their times was 5 % of the scoreboard's CPU, issue #17).
+	// The times, and the router's view, only when a router or the estimate needs them (most
+	// arrivals meet an empty queue and a free slot: converting their times and copying the view
+	// were a tenth of the scoreboard's CPU, issue #17).
+	mb := e.maxBatch()
+	slots := e.sums(mb).slots
 	var now, deadline time.Time
-	imm, ok := admission.Immediate(e.vq.N+1, min(e.busySlots, v.Slots), v.Slots)
+	verdict, ok := admission.Immediate(e.vq.N+1, min(e.busySlots, slots), slots)
 	if !ok || e.pol.Router != nil {
 		now = e.t(e.now)
 		deadline = now.Add(e.cfg.SLO.Threshold)
 	}
-	v.Admission = imm
 	if !ok {
-		v.Admission = admission.Admit(e.admissionFacts(v), deadline, now)
+		verdict = admission.Admit(e.admissionFacts(slots), deadline, now)
 	}
 	switch {
 	case e.pol.Router != nil:
+		v := e.viewFor(mb)
+		v.Admission = verdict
 		route = e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now)
 	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
 		route = RouteServerless
-	case !v.Admission.Admit:
+	case !verdict.Admit:
 		route = RouteReject // the live gateway's 429
 	}
 	if route == RouteServerless && e.sl == nil {
@@ -466,8 +469,8 @@ func (e *engine) arrive() {
 		e.inSystem++
 		e.vq.Push(e.now)
 		var exp int64
-		if !v.Admission.Done.IsZero() {
-			exp = e.off(v.Admission.Done)
+		if !verdict.Done.IsZero() {
+			exp = e.off(verdict.Done)
 		}
 		e.vqExp.Push(exp)
 		e.pumpVM()
@@ -486,35 +489,47 @@ func (e *engine) arrive() {
 // queue with it, the ready instances' slots and the batches in flight, whose time left is
 // estimated from admission's own cost estimate at dispatch (never the simulator's service
 // time), as the live gateway estimates it.
-func (e *engine) admissionFacts(v TierView) admission.Facts {
-	busy := min(e.busySlots, v.Slots)
+func (e *engine) admissionFacts(slots int) admission.Facts {
+	busy := min(e.busySlots, slots)
 	left := max(e.estSum-(float64(e.busySlots)*float64(e.now)-e.startSum), 0)
-	return admission.Facts{Queued: e.vq.N + 1, Rows: 1, MaxBatch: e.mb, Slots: v.Slots, Busy: busy,
+	return admission.Facts{Queued: e.vq.N + 1, Rows: 1, MaxBatch: e.mb, Slots: slots, Busy: busy,
 		BusyLeft: time.Duration(left), Cost: e.adm.Cost(), Budget: e.cfg.SLO.Threshold, Margin: e.adm.Margin()}
 }
 
 // view returns the VM tier's state for a Router.
-func (e *engine) view() TierView {
-	v := TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: e.vmMax}
-	if !e.vmInert {
-		v.MaxBatch = e.vmBatch.MaxBatch()
+func (e *engine) view() TierView { return e.viewFor(e.maxBatch()) }
+
+// viewFor is view with the policy's MaxBatch now, mb.
+func (e *engine) viewFor(mb int) TierView {
+	c := e.sums(mb)
+	return TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: mb, Ready: c.ready, Slots: c.slots, BatchTime: c.batchTime}
+}
+
+// maxBatch is the VM batching policy's MaxBatch now.
+func (e *engine) maxBatch() int {
+	if e.vmInert {
+		return e.vmMax
 	}
+	return e.vmBatch.MaxBatch()
+}
+
+// sums returns view's sums over the ready instance types for MaxBatch mb (viewCache).
+func (e *engine) sums(mb int) *viewCache {
 	c := &e.vc
-	if !c.ok || c.gen != c.readyGen || c.mb != v.MaxBatch {
-		c.ok, c.gen, c.mb, c.ready, c.slots, c.batchTime = true, c.readyGen, v.MaxBatch, 0, 0, 0
+	if !c.ok || c.gen != c.readyGen || c.mb != mb {
+		c.ok, c.gen, c.mb, c.ready, c.slots, c.batchTime = true, c.readyGen, mb, 0, 0, 0
 		for _, ty := range e.types {
 			if ty.ready == 0 {
 				continue
 			}
 			c.ready += ty.ready
 			c.slots += ty.ready * max(ty.backend.Slots, 1)
-			if bt := ty.backend.Curve.ServiceTime(max(v.MaxBatch, 1)); bt > c.batchTime {
+			if bt := ty.backend.Curve.ServiceTime(max(mb, 1)); bt > c.batchTime {
 				c.batchTime = bt
 			}
 		}
 	}
-	v.Ready, v.Slots, v.BatchTime = c.ready, c.slots, c.batchTime
-	return v
+	return c
 }
 
 // viewCache keeps view's sums over the instance types, which change only when an instance
