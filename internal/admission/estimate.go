@@ -107,13 +107,42 @@ func Admit(f Facts, deadline, now time.Time) Verdict {
 	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
 		return v
 	}
+	wait, margin, v, final := estimate(f)
+	if final {
+		return v
+	}
+	done := now.Add(wait)
+	if done.Add(margin).After(deadline) {
+		return Verdict{Done: done, RetryAfter: max(wait, time.Second), Reason: ReasonUnreachable}
+	}
+	return Verdict{Admit: true, Done: done, Reason: ReasonReachable}
+}
+
+// AdmitOffsets is Admit on nanosecond offsets from a common origin (deadline and now), for a
+// caller that keeps its clock as offsets (the simulator, issue #17): Admit's Admit, and its
+// Done as an offset (0 when Done is zero). Exactly Admit's answer on the times origin + offset.
+func AdmitOffsets(f Facts, deadline, now int64) (admit bool, done int64) {
+	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
+		return v.Admit, 0
+	}
+	wait, margin, v, final := estimate(f)
+	if final {
+		return v.Admit, 0
+	}
+	done = now + int64(wait)
+	return int64(margin) <= deadline-done, done // done + margin ≤ deadline, without overflow
+}
+
+// estimate is Admit past Immediate: the wait until the request is answered and the margin, or
+// (final) the verdict that needs no times.
+func estimate(f Facts) (wait, margin time.Duration, v Verdict, final bool) {
 	mb := max(f.MaxBatch, 1)
 	if !f.Cost.Known() {
 		per := mb * f.Slots
 		if (f.Queued+per-1)/per > ColdRounds { // the queue alone; the batches in flight have no known end yet
-			return Verdict{RetryAfter: time.Second, Reason: ReasonColdBound}
+			return 0, 0, Verdict{RetryAfter: time.Second, Reason: ReasonColdBound}, true
 		}
-		return Verdict{Admit: true, Reason: ReasonNoEstimate}
+		return 0, 0, Verdict{Admit: true, Reason: ReasonNoEstimate}, true
 	}
 	rowsPer := 1.0
 	if f.QueuedRows > 0 {
@@ -123,14 +152,10 @@ func Admit(f Facts, deadline, now time.Time) Verdict {
 	batch = max(batch, f.Rows, 1)
 	t := float64(f.Cost.Of(batch))
 	k := float64((f.Queued + mb - 1) / mb)
-	wait := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
-	wait = min(wait, math.MaxInt64/4)
-	done := now.Add(time.Duration(wait))
-	margin := max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
-	if done.Add(margin).After(deadline) {
-		return Verdict{Done: done, RetryAfter: max(time.Duration(wait), time.Second), Reason: ReasonUnreachable}
-	}
-	return Verdict{Admit: true, Done: done, Reason: ReasonReachable}
+	w := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
+	w = min(w, math.MaxInt64/4)
+	margin = max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
+	return time.Duration(w), margin, Verdict{}, false
 }
 
 // Immediate is Admit's verdict when it needs neither the estimate nor the times — no instance

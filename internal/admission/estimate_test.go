@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -182,6 +183,36 @@ func TestImmediateMatchesAdmit(t *testing.T) {
 					t.Errorf("queued %d busy %d slots %d: Immediate has no answer, Admit %+v", queued, busy, slots, want)
 				}
 			}
+		}
+	}
+}
+
+// TestAdmitOffsetsMatchesAdmit: AdmitOffsets answers as Admit on the times origin + offset, its
+// Done as the offset, on random facts (cold and known costs, ties at the deadline included).
+func TestAdmitOffsetsMatchesAdmit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 6))
+	origin := time.Date(2017, 5, 25, 0, 0, 0, 0, time.UTC)
+	ms := int64(time.Millisecond)
+	for trial := range 200000 {
+		f := Facts{Queued: rng.IntN(12) - 1, Rows: 1, MaxBatch: rng.IntN(5), Slots: rng.IntN(4) - 1,
+			Busy: rng.IntN(4), BusyLeft: time.Duration(rng.Int64N(20*ms) - ms),
+			Budget: time.Duration(rng.Int64N(200 * ms)), Margin: rng.Float64()}
+		if rng.IntN(4) > 0 {
+			f.Cost = BatchCost{Fixed: time.Duration(rng.Int64N(5 * ms)), PerRowNS: float64(rng.Int64N(ms))}
+		}
+		now := rng.Int64N(1e15)
+		deadline := now + rng.Int64N(300*ms)
+		if _, imm := Immediate(f.Queued, f.Busy, f.Slots); !imm && rng.IntN(2) == 0 {
+			wait, margin, _, _ := estimate(f) // at the deadline, or 1 ns short
+			deadline = now + int64(wait) + int64(margin) - rng.Int64N(2)
+		}
+		v := Admit(f, origin.Add(time.Duration(deadline)), origin.Add(time.Duration(now)))
+		var want int64
+		if !v.Done.IsZero() {
+			want = int64(v.Done.Sub(origin))
+		}
+		if admit, done := AdmitOffsets(f, deadline, now); admit != v.Admit || done != want {
+			t.Fatalf("trial %d: %+v at %d, deadline %d: offsets (%v, %d), Admit %+v (done %d)", trial, f, now, deadline, admit, done, v, want)
 		}
 	}
 }

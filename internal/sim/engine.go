@@ -442,24 +442,20 @@ func (e *engine) arrive() {
 	// were a tenth of the scoreboard's CPU, issue #17).
 	mb := e.maxBatch()
 	slots := e.sums(mb).slots
-	var now, deadline time.Time
 	verdict, ok := admission.Immediate(e.vq.N+1, min(e.busySlots, slots), slots)
-	if !ok || e.pol.Router != nil {
-		now = e.t(e.now)
-		deadline = now.Add(e.cfg.SLO.Threshold)
-	}
-	if !ok {
-		verdict = admission.Admit(e.admissionFacts(slots), deadline, now)
-	}
-	switch {
-	case e.pol.Router != nil:
-		v := e.viewFor(mb)
-		v.Admission = verdict
-		route = e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now)
-	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
-		route = RouteServerless
-	case !verdict.Admit:
-		route = RouteReject // the live gateway's 429
+	admit, exp := verdict.Admit, int64(0) // exp: the offset of the verdict's Done, 0 if none
+	if e.pol.Router != nil {
+		route, exp = e.routeBy(mb, slots, verdict, ok)
+	} else {
+		if !ok { // without a router only the verdict's Admit and Done count: on offsets
+			admit, exp = admission.AdmitOffsets(e.admissionFacts(slots), e.now+e.sloNS, e.now)
+		}
+		switch {
+		case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
+			route = RouteServerless
+		case !admit:
+			route = RouteReject // the live gateway's 429
+		}
 	}
 	if route == RouteServerless && e.sl == nil {
 		route = RouteReject
@@ -468,10 +464,6 @@ func (e *engine) arrive() {
 	case RouteVM:
 		e.inSystem++
 		e.vq.Push(e.now)
-		var exp int64
-		if !verdict.Done.IsZero() {
-			exp = e.off(verdict.Done)
-		}
 		e.vqExp.Push(exp)
 		e.pumpVM()
 	case RouteServerless:
@@ -483,6 +475,24 @@ func (e *engine) arrive() {
 		e.sample.Missed++
 		e.perDone++
 	}
+}
+
+// routeBy asks the policy's Router where an arriving request goes, with the admission verdict
+// (Immediate's when ok, else Admit's) in its view of the VM tier; it returns the route and the
+// offset of the verdict's Done (0 if none).
+func (e *engine) routeBy(mb, slots int, verdict admission.Verdict, ok bool) (Route, int64) {
+	now := e.t(e.now)
+	deadline := now.Add(e.cfg.SLO.Threshold)
+	if !ok {
+		verdict = admission.Admit(e.admissionFacts(slots), deadline, now)
+	}
+	var exp int64
+	if !verdict.Done.IsZero() {
+		exp = e.off(verdict.Done)
+	}
+	v := e.viewFor(mb)
+	v.Admission = verdict
+	return e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now), exp
 }
 
 // admissionFacts are the one estimator's facts for a request arriving now (one row each): the
