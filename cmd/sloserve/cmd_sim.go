@@ -36,6 +36,7 @@ type simFlags struct {
 	traceDirs, tuningPath         string
 	settings                      string        // scoreboard: comma-separated setting names
 	tunePrefix                    time.Duration // scoreboard: coarse-to-fine tuning on this prefix of each tuning part
+	tunePrefixSet                 bool          // --tune-prefix was given
 	setting, dataDir              string
 	servers                       int
 	meanRPS                       float64 // requests/s
@@ -86,7 +87,7 @@ func runSim(ctx context.Context, args []string, e env) error {
 	if f.servers != 0 || f.meanRPS != 0 {
 		return usagef("sim: --servers and --mean-rps need --setting")
 	}
-	if f.tunePrefix != 0 && !f.scoreboard {
+	if f.tunePrefixSet && !f.scoreboard {
 		return usagef("sim: --tune-prefix needs --scoreboard")
 	}
 	if f.scoreboard {
@@ -130,7 +131,7 @@ func parseSimFlags(args []string) (simFlags, error) {
 	fs.BoolVar(&f.scoreboard, "scoreboard", false, "run every policy on every trace under --traces with each paper's setting and print one table (docs/scoreboard.md)")
 	fs.StringVar(&f.tuningPath, "tuning", "", "trace the tuned baselines (--policy all or NAME-tuned) are tuned on, scaled as --trace (default: the first half of --trace)")
 	fs.BoolVar(&f.noCache, "no-cache", false, "do not read or write cached runs in .cache/tune (scoreboard and tuned baselines)")
-	fs.DurationVar(&f.tunePrefix, "tune-prefix", 0, "scoreboard: tuners search on each tuning part's first DURATION, then check their answer on the whole part (faster, approximate: docs/scoreboard.md \"Speed\"; default 0: the whole part)")
+	fs.DurationVar(&f.tunePrefix, "tune-prefix", experiment.DefaultTunePrefix, "scoreboard: tuners search each tuning part longer than DURATION on its first DURATION, then check their answer on the whole part (coarse to fine: docs/scoreboard.md \"Speed\"; 0: search whole parts, the exact search)")
 	fs.StringVar(&f.settings, "settings", "", "scoreboard: comma-separated settings to run (default all: "+strings.Join(scoreSettingNames(), ", ")+")")
 	fs.StringVar(&f.traceDirs, "traces", "", "scoreboard: comma-separated trace directories (default testdata/traces and ../shared/data/traces when present)")
 	fs.StringVar(&f.setting, "setting", "", "run a paper's benchmark on its own simulator: 'infless' (cluster: OSVT + Q&A) or 'cocktail' (ensembles: ImageNet); docs/scoreboard.md")
@@ -141,6 +142,7 @@ func parseSimFlags(args []string) (simFlags, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return simFlags{}, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.tunePrefixSet = f.tunePrefixSet || fl.Name == "tune-prefix" })
 	return f, nil
 }
 

@@ -13,7 +13,8 @@ import (
 
 // TestSimPolicyAllTuned: `sim --trace T --policy all --json` carries the tuned baselines
 // (tuned on the first half of T) beside the registered policies; a NAME-tuned alone runs that
-// one; --tuning without a tuned baseline and an unknown -tuned name are usage errors (exit 2).
+// one; --tuning without a tuned baseline, an unknown -tuned name and --tune-prefix given without
+// --scoreboard (even at its default) or below 0 are usage errors (exit 2).
 func TestSimPolicyAllTuned(t *testing.T) {
 	tr := "../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv"
 	var out, errOut bytes.Buffer
@@ -48,6 +49,8 @@ func TestSimPolicyAllTuned(t *testing.T) {
 		{"--trace", tr, "--policy", "bogus-tuned"},
 		{"--scoreboard", "--tuning", tr},
 		{"--scoreboard", "--settings", "bogus"},
+		{"--trace", tr, "--tune-prefix", "12h"},
+		{"--scoreboard", "--tune-prefix", "-1h"},
 	} {
 		err := runSim(context.Background(), bad, env{stdout: &out, stderr: &errOut})
 		var ue *usageError

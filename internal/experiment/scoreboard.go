@@ -67,8 +67,9 @@ type ScoreboardConfig struct {
 	Duration time.Duration
 	// Seed overrides every setting's seed when non-zero.
 	Seed uint64
-	// TunePrefix > 0 has the tuned baselines search on each tuning part's first TunePrefix and
-	// check their answer on the whole part (World.TunePrefix: faster, an approximation).
+	// TunePrefix > 0 has the tuned baselines search on each tuning part longer than it on its
+	// first TunePrefix and check their answer on the whole part (World.TunePrefix: faster, an
+	// approximation); 0 searches whole parts. The command's default is DefaultTunePrefix.
 	TunePrefix time.Duration
 	// Pool runs the scoreboard's independent runs, do(0 … n−1) (pool.New: on several
 	// goroutines); nil runs them one at a time, in order, on the caller's goroutine.
@@ -107,13 +108,23 @@ type ScoreEntry struct {
 // are the best of the candidates that ran to the end; a probe stopped early (its misses passed
 // the part's allowance, or its bill the cheapest meeting candidate's) reports no attainment or
 // cost, so these two are not comparable across budgets. Runs counts the probes, stopped or not.
+// PrefixS is the length of the tuning part's prefix the knobs were searched on before the answer
+// was checked on the whole part (ScoreboardConfig.TunePrefix); 0 when searched on the whole part.
 type TunedInfo struct {
 	Options    tune.Options `json:"options"`
 	Attainment float64      `json:"tuning_attainment"`
 	Cost       float64      `json:"tuning_cost_usd"`
 	Met        bool         `json:"tuning_met_slo"`
 	Runs       int          `json:"runs"`
+	PrefixS    float64      `json:"search_prefix_s"`
 }
+
+// DefaultTunePrefix is `sloserve sim --scoreboard`'s --tune-prefix: the week-long Azure traces'
+// 72-hour tuning parts are searched on their first 12 hours (a sixth) and the answer checked on
+// all 72 (issue #17 item 6, coarse to fine; docs/scoreboard.md "Speed" measures what it changes);
+// every shorter tuning part (the Twitter day's 12 hours, the bursts, any --duration run up to
+// 24 h) is searched whole. Rows say which in TunedInfo.PrefixS.
+const DefaultTunePrefix = 12 * time.Hour
 
 // OraclePolicy names the oracle row.
 const OraclePolicy = "oracle"
@@ -352,7 +363,7 @@ func init() {
 // scoreboardExperiment prints docs/scoreboard.md's table, the verdicts and what it skipped.
 func scoreboardExperiment(ctx context.Context, o Options, w io.Writer) error {
 	c := ScoreboardConfig{Root: o.Root, TraceDirs: []string{o.root("testdata/traces"), o.data("traces")},
-		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed, Pool: o.Pool}
+		Duration: 6 * time.Hour, Policies: o.Policies, Seed: o.Seed, Pool: o.Pool, TunePrefix: DefaultTunePrefix}
 	if o.Duration > 0 {
 		c.Duration = o.Duration
 	}

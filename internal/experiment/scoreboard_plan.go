@@ -194,9 +194,9 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 				return ScoreEntry{}, err
 			}
 			return ScoreEntry{Summary: r.Summary, Tuned: &TunedInfo{Options: r.Search.Options, Attainment: r.Search.Tuning.Attainment,
-				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs}}, nil
+				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs, PrefixS: r.Prefix.Seconds()}}, nil
 		}))
-		jobs[len(jobs)-1].weight = eval.Expected() + tunedRunsGuess*tuning.Expected()
+		jobs[len(jobs)-1].weight = eval.Expected() + tunedWeight(tuning, w.TunePrefix)
 	}
 	jobs = append(jobs, job(OraclePolicy, func(context.Context) (ScoreEntry, error) {
 		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), eval.Arrivals(w.Config.Seed))
@@ -214,6 +214,17 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 // tunedRunsGuess is about how many tuning-part runs a tuned baseline's search takes (3–15), to
 // start the long searches first.
 const tunedRunsGuess = 8
+
+// tunedWeight is the expected requests of a tuned baseline's search on tuning: tunedRunsGuess
+// runs of the whole part, or of its first prefix plus the whole-part check when the search is
+// coarse to fine (World.TunePrefix).
+func tunedWeight(tuning *trace.Trace, prefix time.Duration) float64 {
+	n := tuning.Expected()
+	if d := tuning.Duration(); prefix > 0 && prefix < d {
+		return n + tunedRunsGuess*n*float64(prefix)/float64(d)
+	}
+	return tunedRunsGuess * n
+}
 
 // longestFirst returns the jobs' indices by weight, heaviest first (ties in plan order): on a
 // few workers the last job to start then is a short one, not a tuner's week-long search.

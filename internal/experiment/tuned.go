@@ -97,11 +97,18 @@ func withTypes(first tune.Knob, rest ...tune.Knob) func(profile.Model, *cost.Cat
 }
 
 // lambdaKnobs: the function memory, from the largest of the tier's usual sizes down (BATCH
-// §VI-A's 3008 MB first); bisection finds the smallest memory meeting the SLO.
-func lambdaKnobs(_ profile.Model, cat *cost.Catalog) []tune.Knob {
+// §VI-A's 3008 MB first); bisection finds the smallest memory meeting the SLO. Only sizes the
+// tier offers and the model's serverless profile covers (a fitted polynomial covers its fitted
+// domain only, e.g. BATCH's TF-resnetV2 1280–3008 MB): a size it cannot run is no candidate.
+func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
 	var vals []any
 	for _, mb := range []int{3008, 2560, 2048, 1769, 1536, 1280, 1024, 768, 512, 256} {
-		if mb >= cat.Serverless.MinMemoryMB && mb <= cat.Serverless.MaxMemoryMB {
+		if mb < cat.Serverless.MinMemoryMB || mb > cat.Serverless.MaxMemoryMB {
+			continue
+		}
+		if m.Serverless == nil { // the policy names why it cannot run
+			vals = append(vals, mb)
+		} else if _, err := m.Serverless.At(mb); err == nil {
 			vals = append(vals, mb)
 		}
 	}
@@ -294,6 +301,9 @@ func arrivalCount(tr *trace.Trace, seed uint64) int64 {
 type TunedRun struct {
 	Search  tune.Result
 	Summary slo.Summary
+	// Prefix is the length of the tuning part's prefix the search ran on before its answer was
+	// checked on the whole part (searchPrefix); 0 when it searched the whole part.
+	Prefix time.Duration
 }
 
 // RunTuned tunes b on tuning (its part tp) and runs the answer on eval (part ep). Both runs tell
@@ -320,7 +330,9 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 		Target: w.Config.SLO.Target, Trace: w.Key} // RunPolicy caches the runs
 	var r tune.Result
 	var err error
+	var prefix time.Duration
 	if w.TunePrefix > 0 && w.TunePrefix < tuning.Duration() {
+		prefix = w.TunePrefix
 		r, err = w.searchPrefix(ctx, b, p, tuning, tp, load)
 	} else {
 		r, err = tune.Search(ctx, p)
@@ -333,7 +345,7 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 		return TunedRun{}, fmt.Errorf("%s: %w", b.Name, err)
 	}
 	s.Policy = b.Name
-	return TunedRun{Search: r, Summary: s}, nil
+	return TunedRun{Search: r, Summary: s, Prefix: prefix}, nil
 }
 
 // searchPrefix is the coarse-to-fine search of World.TunePrefix (issue #17 item 6, an
