@@ -102,55 +102,47 @@ const (
 // with a free slot always admits: the request can start at once, and its completion is what
 // refreshes the estimate.
 //
-// Admit is pure: it reads no clock. It is Within on the slack deadline − now: one rule, in
-// durations.
+// Admit is pure: it reads no clock.
 func Admit(f Facts, deadline, now time.Time) Verdict {
-	return Within(&f, deadline.Sub(now)).At(now)
+	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
+		return v
+	}
+	wait, margin, v, final := estimate(f)
+	if final {
+		return v
+	}
+	done := now.Add(wait)
+	if done.Add(margin).After(deadline) {
+		return Verdict{Done: done, RetryAfter: max(wait, time.Second), Reason: ReasonUnreachable}
+	}
+	return Verdict{Admit: true, Done: done, Reason: ReasonReachable}
 }
 
-// Estimate is the answer of Within: a Verdict in durations from the request's arrival.
-type Estimate struct {
-	// Admit reports whether the request joins the queue.
-	Admit bool
-	// Timed reports whether Wait is an estimate (Verdict.Done = arrival + Wait); false when
-	// unknown.
-	Timed bool
-	// Wait is the estimate of the time until the request would be answered.
-	Wait time.Duration
-	// RetryAfter is the hint for a refused request.
-	RetryAfter time.Duration
-	// Reason says why, as a constant string.
-	Reason string
+// AdmitOffsets is Admit on nanosecond offsets from a common origin (deadline and now), for a
+// caller that keeps its clock as offsets (the simulator, issue #17): Admit's Admit, and its
+// Done as an offset (0 when Done is zero). Exactly Admit's answer on the times origin + offset.
+func AdmitOffsets(f Facts, deadline, now int64) (admit bool, done int64) {
+	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
+		return v.Admit, 0
+	}
+	wait, margin, v, final := estimate(f)
+	if final {
+		return v.Admit, 0
+	}
+	done = now + int64(wait)
+	return int64(margin) <= deadline-done, done // done + margin ≤ deadline, without overflow
 }
 
-// At is the Verdict of the estimate for a request arriving at now.
-func (w Estimate) At(now time.Time) Verdict {
-	v := Verdict{Admit: w.Admit, RetryAfter: w.RetryAfter, Reason: w.Reason}
-	if w.Timed {
-		v.Done = now.Add(w.Wait)
-	}
-	return v
-}
-
-// Within is Admit for a request whose deadline is slack after its arrival (deadline − now): the
-// simulator keeps its times as offsets and skips converting them (time.Time arithmetic per
-// request was ~3 % of the scoreboard's CPU, pprof, issue #17). The verdicts are the same as
-// Admit's while |slack| and the estimate stay under ~70 years (no overflow of the sum below).
-// It reads f only.
-func Within(f *Facts, slack time.Duration) Estimate {
-	if f.Slots <= 0 || f.Queued <= 0 {
-		return Estimate{Admit: true, Reason: ReasonNoInstance}
-	}
-	if f.Queued == 1 && f.Busy < f.Slots {
-		return Estimate{Admit: true, Reason: ReasonFreeSlot}
-	}
+// estimate is Admit past Immediate: the wait until the request is answered and the margin, or
+// (final) the verdict that needs no times.
+func estimate(f Facts) (wait, margin time.Duration, v Verdict, final bool) {
 	mb := max(f.MaxBatch, 1)
 	if !f.Cost.Known() {
 		per := mb * f.Slots
 		if (f.Queued+per-1)/per > ColdRounds { // the queue alone; the batches in flight have no known end yet
-			return Estimate{RetryAfter: time.Second, Reason: ReasonColdBound}
+			return 0, 0, Verdict{RetryAfter: time.Second, Reason: ReasonColdBound}, true
 		}
-		return Estimate{Admit: true, Reason: ReasonNoEstimate}
+		return 0, 0, Verdict{Admit: true, Reason: ReasonNoEstimate}, true
 	}
 	rowsPer := 1.0
 	if f.QueuedRows > 0 {
@@ -160,14 +152,24 @@ func Within(f *Facts, slack time.Duration) Estimate {
 	batch = max(batch, f.Rows, 1)
 	t := float64(f.Cost.Of(batch))
 	k := float64((f.Queued + mb - 1) / mb)
-	wait := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
-	wait = min(wait, math.MaxInt64/4)
-	w := time.Duration(wait)
-	margin := max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
-	if w+margin > slack { // now + wait + margin after the deadline
-		return Estimate{Timed: true, Wait: w, RetryAfter: max(w, time.Second), Reason: ReasonUnreachable}
+	w := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
+	w = min(w, math.MaxInt64/4)
+	margin = max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
+	return time.Duration(w), margin, Verdict{}, false
+}
+
+// Immediate is Admit's verdict when it needs neither the estimate nor the times — no instance
+// usable, or an empty queue with a free slot (Facts' Queued, Busy and Slots) — and ok false
+// otherwise. A caller that builds the Facts and times only when they are needed (the
+// simulator's arrivals, issue #17) asks it first; Admit asks it too, so both answer alike.
+func Immediate(queued, busy, slots int) (v Verdict, ok bool) {
+	if slots <= 0 || queued <= 0 {
+		return Verdict{Admit: true, Reason: ReasonNoInstance}, true
 	}
-	return Estimate{Admit: true, Timed: true, Wait: w, Reason: ReasonReachable}
+	if queued == 1 && busy < slots {
+		return Verdict{Admit: true, Reason: ReasonFreeSlot}, true
+	}
+	return Verdict{}, false
 }
 
 // ColdRounds bounds the queue (the batches in flight aside), in rounds of full batches on every

@@ -166,109 +166,56 @@ func TestBeyondMargin(t *testing.T) {
 	}
 }
 
-// admitOld is Admit as it was written on times, before Within (the reference for the test below).
-// tie reports an estimate exactly at the bound (admitted).
-func admitOld(f Facts, deadline, now time.Time) (v Verdict, tie bool) {
-	if f.Slots <= 0 || f.Queued <= 0 {
-		return Verdict{Admit: true, Reason: ReasonNoInstance}, false
-	}
-	if f.Queued == 1 && f.Busy < f.Slots {
-		return Verdict{Admit: true, Reason: ReasonFreeSlot}, false
-	}
-	mb := max(f.MaxBatch, 1)
-	if !f.Cost.Known() {
-		per := mb * f.Slots
-		if (f.Queued+per-1)/per > ColdRounds {
-			return Verdict{RetryAfter: time.Second, Reason: ReasonColdBound}, false
+// TestImmediateMatchesAdmit: whenever Immediate answers, Admit answers the same, whatever the
+// estimate and the times; when it does not, Admit needed them (neither of its two reasons).
+func TestImmediateMatchesAdmit(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for queued := -1; queued <= 4; queued++ {
+		for slots := -1; slots <= 3; slots++ {
+			for busy := 0; busy <= 3; busy++ {
+				f := Facts{Queued: queued, Busy: busy, Slots: slots, Rows: 1, MaxBatch: 2,
+					Cost: BatchCost{Fixed: time.Millisecond}, Budget: 100 * time.Millisecond}
+				want := Admit(f, now.Add(time.Millisecond), now)
+				v, ok := Immediate(queued, busy, slots)
+				if ok && v != want {
+					t.Errorf("queued %d busy %d slots %d: Immediate %+v, Admit %+v", queued, busy, slots, v, want)
+				}
+				if !ok && (want.Reason == ReasonNoInstance || want.Reason == ReasonFreeSlot) {
+					t.Errorf("queued %d busy %d slots %d: Immediate has no answer, Admit %+v", queued, busy, slots, want)
+				}
+			}
 		}
-		return Verdict{Admit: true, Reason: ReasonNoEstimate}, false
-	}
-	rowsPer := 1.0
-	if f.QueuedRows > 0 {
-		rowsPer = float64(f.QueuedRows) / float64(f.Queued)
-	}
-	batch := int64(math.Ceil(rowsPer * float64(min(mb, f.Queued))))
-	batch = max(batch, f.Rows, 1)
-	t := float64(f.Cost.Of(batch))
-	k := float64((f.Queued + mb - 1) / mb)
-	wait := (float64(max(f.BusyLeft, 0))+(k-1)*t)/float64(f.Slots) + t
-	wait = min(wait, math.MaxInt64/4)
-	done := now.Add(time.Duration(wait))
-	margin := max(time.Duration(t), time.Duration(min(max(f.Margin, 0), 1)*float64(max(f.Budget, 0))))
-	if done.Add(margin).After(deadline) {
-		return Verdict{Done: done, RetryAfter: max(time.Duration(wait), time.Second), Reason: ReasonUnreachable}, false
-	}
-	return Verdict{Admit: true, Done: done, Reason: ReasonReachable}, done.Add(margin).Equal(deadline)
-}
-
-// Admit (a wrapper of Within) gives the verdicts of the rule written on times, on random facts
-// around the boundary; Within's wait is the verdict's Done − now.
-func TestWithinIsAdmit(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	dur := func(n int64) time.Duration { return time.Duration(rng.Int64N(n)) }
-	base := time.Now() // with a monotonic reading, as the gateway's
-	flips, ties := [2]int{}, 0
-	for i := range 200_000 {
-		f := Facts{Queued: rng.IntN(40) - 2, QueuedRows: rng.Int64N(200) - 20, Rows: rng.Int64N(20) - 2,
-			MaxBatch: rng.IntN(10) - 1, Slots: rng.IntN(6) - 1, Busy: rng.IntN(6), BusyLeft: dur(int64(time.Second)) - 100*time.Millisecond,
-			Budget: dur(int64(time.Second)) - 10*time.Millisecond, Margin: rng.Float64()*1.4 - 0.2}
-		if rng.IntN(5) > 0 {
-			f.Cost = BatchCost{Fixed: dur(int64(20 * time.Millisecond)), PerRowNS: rng.Float64() * 1e6}
-		}
-		now := base.Add(dur(int64(48 * time.Hour)))
-		if i%2 == 0 {
-			now = time.Unix(0, rng.Int64N(1<<62)) // wall clock only, as the simulator's
-		}
-		deadline := now.Add(dur(int64(2*time.Second)) - 200*time.Millisecond)
-		if i%4 < 2 { // whole milliseconds and eighths: ties at the boundary
-			ms := time.Millisecond
-			f.BusyLeft, f.Budget = f.BusyLeft.Truncate(ms), f.Budget.Truncate(ms)
-			f.Cost.Fixed, f.Cost.PerRowNS = f.Cost.Fixed.Truncate(ms), math.Floor(f.Cost.PerRowNS/1e5)*1e5
-			f.Margin = math.Floor(f.Margin*8) / 8
-			deadline = now.Add(deadline.Sub(now).Truncate(ms))
-		}
-		got := Admit(f, deadline, now)
-		want, tie := admitOld(f, deadline, now)
-		if got != want {
-			t.Fatalf("facts %+v deadline now%+v: Admit %+v, the rule on times %+v", f, deadline.Sub(now), got, want)
-		}
-		w := Within(&f, deadline.Sub(now))
-		if w.Timed != !want.Done.IsZero() || (w.Timed && !now.Add(w.Wait).Equal(want.Done)) {
-			t.Fatalf("facts %+v: Within %+v, Admit %+v", f, w, want)
-		}
-		if tie {
-			ties++
-		}
-		if w.Admit {
-			flips[1]++
-		} else {
-			flips[0]++
-		}
-	}
-	if flips[0] < 10_000 || flips[1] < 10_000 || ties == 0 {
-		t.Fatalf("refused %d, admitted %d (%d near the bound): the random facts miss the boundary", flips[0], flips[1], ties)
 	}
 }
 
-// BenchmarkAdmit is one arrival's verdict on a loaded queue, on times and in durations.
-func BenchmarkAdmit(b *testing.B) {
-	f := Facts{Queued: 17, MaxBatch: 8, Slots: 2, Busy: 2, BusyLeft: 7 * time.Millisecond,
-		Cost: BatchCost{Fixed: 3 * time.Millisecond, PerRowNS: 2e5}, Budget: 100 * time.Millisecond, Margin: 0.1}
-	now := time.Unix(1000, 0)
-	b.Run("Admit", func(b *testing.B) {
-		for range b.N {
-			if !Admit(f, now.Add(100*time.Millisecond), now).Admit {
-				b.Fatal("refused")
-			}
+// TestAdmitOffsetsMatchesAdmit: AdmitOffsets answers as Admit on the times origin + offset, its
+// Done as the offset, on random facts (cold and known costs, ties at the deadline included).
+func TestAdmitOffsetsMatchesAdmit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 6))
+	origin := time.Date(2017, 5, 25, 0, 0, 0, 0, time.UTC)
+	ms := int64(time.Millisecond)
+	for trial := range 200000 {
+		f := Facts{Queued: rng.IntN(12) - 1, Rows: 1, MaxBatch: rng.IntN(5), Slots: rng.IntN(4) - 1,
+			Busy: rng.IntN(4), BusyLeft: time.Duration(rng.Int64N(20*ms) - ms),
+			Budget: time.Duration(rng.Int64N(200 * ms)), Margin: rng.Float64()}
+		if rng.IntN(4) > 0 {
+			f.Cost = BatchCost{Fixed: time.Duration(rng.Int64N(5 * ms)), PerRowNS: float64(rng.Int64N(ms))}
 		}
-	})
-	b.Run("Within", func(b *testing.B) {
-		for range b.N {
-			if !Within(&f, 100*time.Millisecond).Admit {
-				b.Fatal("refused")
-			}
+		now := rng.Int64N(1e15)
+		deadline := now + rng.Int64N(300*ms)
+		if _, imm := Immediate(f.Queued, f.Busy, f.Slots); !imm && rng.IntN(2) == 0 {
+			wait, margin, _, _ := estimate(f) // at the deadline, or 1 ns short
+			deadline = now + int64(wait) + int64(margin) - rng.Int64N(2)
 		}
-	})
+		v := Admit(f, origin.Add(time.Duration(deadline)), origin.Add(time.Duration(now)))
+		var want int64
+		if !v.Done.IsZero() {
+			want = int64(v.Done.Sub(origin))
+		}
+		if admit, done := AdmitOffsets(f, deadline, now); admit != v.Admit || done != want {
+			t.Fatalf("trial %d: %+v at %d, deadline %d: offsets (%v, %d), Admit %+v (done %d)", trial, f, now, deadline, admit, done, v, want)
+		}
+	}
 }
 
 // costOld is CostFit.Cost without its one-row shortcut (the reference for the test below).
@@ -319,18 +266,6 @@ func TestCostFitOneRowShortcut(t *testing.T) {
 	}
 }
 
-// BenchmarkObserve is one completed batch fed to the estimator: one row (the shortcut) or four.
-func BenchmarkObserve(b *testing.B) {
-	for _, rows := range []int64{1, 4} {
-		b.Run(fmt.Sprint(rows), func(b *testing.B) {
-			var e Estimator
-			for i := range b.N {
-				e.Observe(rows, time.Duration(1_000_000+i%1000))
-			}
-		})
-	}
-}
-
 // Outcome's clamp by comparisons is min(max(frac, MarginFloor), MarginCap) for every value,
 // the infinities and NaN included.
 func TestOutcomeClamp(t *testing.T) {
@@ -356,5 +291,17 @@ func TestOutcomeClamp(t *testing.T) {
 				t.Fatalf("frac %v missed %v: %v, want %v", v, missed, got, want)
 			}
 		}
+	}
+}
+
+// BenchmarkObserve is one completed batch fed to the estimator: one row (the shortcut) or four.
+func BenchmarkObserve(b *testing.B) {
+	for _, rows := range []int64{1, 4} {
+		b.Run(fmt.Sprint(rows), func(b *testing.B) {
+			var e Estimator
+			for i := range b.N {
+				e.Observe(rows, time.Duration(1_000_000+i%1000))
+			}
+		})
 	}
 }

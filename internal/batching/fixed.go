@@ -57,6 +57,30 @@ func (f *Fixed) Decide(q Queue, now time.Time) Decision {
 	return d
 }
 
+// DecideOffsets is Decide on nanosecond offsets from a common origin, for a caller that keeps
+// its clock as offsets (the simulator's event loop, where the conversions to times were a tenth
+// of the scoreboard's CPU, issue #17): the queue's length, its oldest arrival, its earliest
+// deadline (always set) and now. It returns Decide's Dispatch and its Next as an offset (-1 for
+// none): exactly Decide's answer on the times origin + offset.
+func (f *Fixed) DecideOffsets(n int, oldest, deadline, now int64) (dispatch int, next int64) {
+	if n <= 0 {
+		return 0, -1
+	}
+	due := oldest + int64(f.w)
+	switch {
+	case n >= f.n:
+		dispatch = f.n
+	case now >= due, now >= deadline:
+		dispatch = n
+	default:
+		return 0, min(due, deadline)
+	}
+	if n > dispatch {
+		return dispatch, now
+	}
+	return dispatch, -1
+}
+
 // Observe does nothing: fixed does not adapt (TuneFixed sets its parameters offline).
 func (f *Fixed) Observe(Outcome, time.Time) {}
 

@@ -3,6 +3,7 @@ package batching
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -185,5 +186,38 @@ func TestTuneFixedSlots(t *testing.T) {
 	}
 	if n, _, _ := TuneFixedSlots(c, 50*time.Millisecond, 0, 4); n != 0 {
 		t.Errorf("T_1 above RT_max: N_batch %d, want 0", n)
+	}
+}
+
+// TestDecideOffsetsMatchesDecide: Fixed's and None's DecideOffsets answer as their Decide on the
+// times origin + offset, on random queues (ties of now with the window's end and the deadline
+// included).
+func TestDecideOffsetsMatchesDecide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	origin := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	next := func(d Decision) int64 {
+		if d.Next.IsZero() {
+			return -1
+		}
+		return int64(d.Next.Sub(origin))
+	}
+	for trial := range 100000 {
+		f := NewFixed(1+rng.IntN(8), time.Duration(rng.IntN(4))*time.Millisecond)
+		n := rng.IntN(10)
+		oldest := int64(rng.IntN(5)) * int64(time.Millisecond)
+		deadline := oldest + int64(rng.IntN(5))*int64(time.Millisecond)
+		now := oldest + int64(rng.IntN(6))*int64(time.Millisecond)
+		q := Queue{Len: n}
+		if n > 0 {
+			q.Oldest, q.EarliestDeadline = origin.Add(time.Duration(oldest)), origin.Add(time.Duration(deadline))
+		}
+		d := f.Decide(q, origin.Add(time.Duration(now)))
+		if k, nx := f.DecideOffsets(n, oldest, deadline, now); k != d.Dispatch || nx != next(d) {
+			t.Fatalf("trial %d: fixed %+v on %+v at %d: offsets (%d, %d), Decide %+v", trial, *f, q, now, k, nx, d)
+		}
+		d = NewNone().Decide(q, origin.Add(time.Duration(now)))
+		if k, nx := NewNone().DecideOffsets(n, now); k != d.Dispatch || nx != next(d) {
+			t.Fatalf("trial %d: none on %+v at %d: offsets (%d, %d), Decide %+v", trial, q, now, k, nx, d)
+		}
 	}
 }

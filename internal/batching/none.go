@@ -40,6 +40,18 @@ func (None) Decide(q Queue, now time.Time) Decision {
 	return d
 }
 
+// DecideOffsets is Decide on nanosecond offsets (Fixed.DecideOffsets): one request when any
+// waits, and Next now (offset now) when more wait, -1 otherwise.
+func (None) DecideOffsets(n int, now int64) (dispatch int, next int64) {
+	switch {
+	case n <= 0:
+		return 0, -1
+	case n > 1:
+		return 1, now
+	}
+	return 1, -1
+}
+
 // Observe does nothing: none does not adapt.
 func (None) Observe(Outcome, time.Time) {}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -103,6 +104,7 @@ type engine struct {
 	tOff2    int64     // the last other offset converted (e.g. the queue's front) …
 	tVal2    time.Time // … its time …
 	tOK2     bool      // … once one was
+	ep       epoch     // converts offsets to times
 	h        des.Heap
 	rec      *slo.Recorder
 	period   slo.Histogram
@@ -123,6 +125,7 @@ type engine struct {
 	types     []*vmType
 	typeIdx   map[string]int
 	insts     []vmInst
+	live      []int // indices of the instances not ended (ended == 0), increasing; see liveDel
 	instIdx   map[string]int
 	freeSlots int
 	nextID    int
@@ -160,7 +163,13 @@ type engine struct {
 	area       float64
 	vmArea     float64
 	upArea     float64
-	mb         int  // VM batching policy's MaxBatch after its last decision
+	mb         int             // VM batching policy's MaxBatch after its last decision
+	vmInert    bool            // vmBatch is inert (inert): its constant MaxBatch is vmMax
+	slInert    bool            // slBatch is inert
+	vmMax      int             // vmBatch.MaxBatch() when vmInert
+	vmFixed    *batching.Fixed // vmBatch when it is Fixed
+	slFixed    *batching.Fixed // slBatch when it is Fixed
+	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
 	fleet      []autoscale.Member
@@ -200,7 +209,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		cfg.Epoch = DefaultEpoch
 	}
 	e := &engine{
-		ctx: ctx, cfg: cfg, cat: cat, model: model, pol: pol, arr: arr, tVal: cfg.Epoch,
+		ctx: ctx, cfg: cfg, cat: cat, model: model, pol: pol, arr: arr, tVal: cfg.Epoch, ep: newEpoch(cfg.Epoch),
 		rec:       slo.NewRecorder(cfg.SLO),
 		sloNS:     int64(cfg.SLO.Threshold),
 		timeout:   int64(cfg.RequestTimeout),
@@ -230,6 +239,8 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		e.vmBatch = batching.NewNone()
 	}
 	e.mb = max(e.vmBatch.MaxBatch(), 1)
+	e.vmInert, e.vmMax = inert(e.vmBatch), e.vmBatch.MaxBatch()
+	e.vmFixed, _ = e.vmBatch.(*batching.Fixed)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -246,6 +257,8 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		if e.slBatch == nil {
 			e.slBatch = batching.NewNone()
 		}
+		e.slInert = inert(e.slBatch)
+		e.slFixed, _ = e.slBatch.(*batching.Fixed)
 		e.keepAlive = int64(cat.Serverless.KeepAlive)
 		if s.KeepAlive > 0 {
 			e.keepAlive = int64(s.KeepAlive)
@@ -281,14 +294,38 @@ func (e *engine) t(off int64) time.Time {
 		// The other instant asked for most is the queue's front, the same across the pumps
 		// until it leaves: a second slot keeps it.
 		if off != e.tOff2 || !e.tOK2 {
-			e.tOff2, e.tVal2, e.tOK2 = off, e.cfg.Epoch.Add(time.Duration(off)), true
+			e.tOff2, e.tVal2, e.tOK2 = off, e.ep.at(off), true
 		}
 		return e.tVal2
 	}
 	if off != e.tOff {
-		e.tOff, e.tVal = off, e.cfg.Epoch.Add(time.Duration(off))
+		e.tOff, e.tVal = off, e.ep.at(off)
 	}
 	return e.tVal
+}
+
+// epoch converts offsets to times, cfg.Epoch + offset: time.Time.Add was a tenth of the
+// scoreboard's CPU (pprof, issue #17). For an epoch in UTC without a monotonic reading (the
+// default) the sum's seconds and nanoseconds are built with time.Unix, which inlines, and give
+// the identical Time (the same wall, ext and location: Time ==, TestEpochMatchesAdd); any other
+// epoch adds.
+type epoch struct {
+	t       time.Time
+	fast    bool
+	sec, ns int64 // t's Unix seconds and nanoseconds, when fast
+}
+
+func newEpoch(t time.Time) epoch {
+	ep := epoch{t: t, sec: t.Unix(), ns: int64(t.Nanosecond())}
+	ep.fast = time.Unix(ep.sec, ep.ns).UTC() == t
+	return ep
+}
+
+func (ep *epoch) at(off int64) time.Time {
+	if ep.fast {
+		return time.Unix(ep.sec+off/1e9, ep.ns+off%1e9).UTC()
+	}
+	return ep.t.Add(time.Duration(off))
 }
 
 func (e *engine) off(t time.Time) int64 {
@@ -400,19 +437,25 @@ func (e *engine) arrive() {
 	e.sample.Arrivals++
 	e.perArr++
 	route := RouteVM
-	v := e.view()
-	// The estimator's rule in durations (admission.Within: Admit's verdicts without its times).
-	f := e.admissionFacts(v)
-	est := admission.Within(&f, e.cfg.SLO.Threshold)
-	switch {
-	case e.pol.Router != nil:
-		now := e.t(e.now)
-		v.Admission = est.At(now)
-		route = e.pol.Router.Route(Request{Arrival: now, Deadline: now.Add(e.cfg.SLO.Threshold)}, v, now)
-	case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
-		route = RouteServerless
-	case !est.Admit:
-		route = RouteReject // the live gateway's 429
+	// The times, and the router's view, only when a router or the estimate needs them (most
+	// arrivals meet an empty queue and a free slot: converting their times and copying the view
+	// were a tenth of the scoreboard's CPU, issue #17).
+	mb := e.maxBatch()
+	slots := e.sums(mb).slots
+	verdict, ok := admission.Immediate(e.vq.N+1, min(e.busySlots, slots), slots)
+	admit, exp := verdict.Admit, int64(0) // exp: the offset of the verdict's Done, 0 if none
+	if e.pol.Router != nil {
+		route, exp = e.routeBy(mb, slots, verdict, ok)
+	} else {
+		if !ok { // without a router only the verdict's Admit and Done count: on offsets
+			admit, exp = admission.AdmitOffsets(e.admissionFacts(slots), e.now+e.sloNS, e.now)
+		}
+		switch {
+		case e.pol.Scaler == nil && len(e.pol.Initial) == 0 && e.sl != nil:
+			route = RouteServerless
+		case !admit:
+			route = RouteReject // the live gateway's 429
+		}
 	}
 	if route == RouteServerless && e.sl == nil {
 		route = RouteReject
@@ -421,10 +464,6 @@ func (e *engine) arrive() {
 	case RouteVM:
 		e.inSystem++
 		e.vq.Push(e.now)
-		var exp int64
-		if est.Timed {
-			exp = e.now + int64(est.Wait)
-		}
 		e.vqExp.Push(exp)
 		e.pumpVM()
 	case RouteServerless:
@@ -438,31 +477,94 @@ func (e *engine) arrive() {
 	}
 }
 
+// routeBy asks the policy's Router where an arriving request goes, with the admission verdict
+// (Immediate's when ok, else Admit's) in its view of the VM tier; it returns the route and the
+// offset of the verdict's Done (0 if none).
+func (e *engine) routeBy(mb, slots int, verdict admission.Verdict, ok bool) (Route, int64) {
+	now := e.t(e.now)
+	deadline := now.Add(e.cfg.SLO.Threshold)
+	if !ok {
+		verdict = admission.Admit(e.admissionFacts(slots), deadline, now)
+	}
+	var exp int64
+	if !verdict.Done.IsZero() {
+		exp = e.off(verdict.Done)
+	}
+	v := e.viewFor(mb)
+	v.Admission = verdict
+	return e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now), exp
+}
+
 // admissionFacts are the one estimator's facts for a request arriving now (one row each): the
 // queue with it, the ready instances' slots and the batches in flight, whose time left is
 // estimated from admission's own cost estimate at dispatch (never the simulator's service
 // time), as the live gateway estimates it.
-func (e *engine) admissionFacts(v TierView) admission.Facts {
-	busy := min(e.busySlots, v.Slots)
+func (e *engine) admissionFacts(slots int) admission.Facts {
+	busy := min(e.busySlots, slots)
 	left := max(e.estSum-(float64(e.busySlots)*float64(e.now)-e.startSum), 0)
-	return admission.Facts{Queued: e.vq.N + 1, Rows: 1, MaxBatch: e.mb, Slots: v.Slots, Busy: busy,
+	return admission.Facts{Queued: e.vq.N + 1, Rows: 1, MaxBatch: e.mb, Slots: slots, Busy: busy,
 		BusyLeft: time.Duration(left), Cost: e.adm.Cost(), Budget: e.cfg.SLO.Threshold, Margin: e.adm.Margin()}
 }
 
 // view returns the VM tier's state for a Router.
-func (e *engine) view() TierView {
-	v := TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: e.vmBatch.MaxBatch()}
-	for _, ty := range e.types {
-		if ty.ready == 0 {
-			continue
-		}
-		v.Ready += ty.ready
-		v.Slots += ty.ready * max(ty.backend.Slots, 1)
-		if bt := ty.backend.Curve.ServiceTime(max(v.MaxBatch, 1)); bt > v.BatchTime {
-			v.BatchTime = bt
+func (e *engine) view() TierView { return e.viewFor(e.maxBatch()) }
+
+// viewFor is view with the policy's MaxBatch now, mb.
+func (e *engine) viewFor(mb int) TierView {
+	c := e.sums(mb)
+	return TierView{QueueLen: e.vq.N, FreeSlots: e.freeSlots, MaxBatch: mb, Ready: c.ready, Slots: c.slots, BatchTime: c.batchTime}
+}
+
+// maxBatch is the VM batching policy's MaxBatch now.
+func (e *engine) maxBatch() int {
+	if e.vmInert {
+		return e.vmMax
+	}
+	return e.vmBatch.MaxBatch()
+}
+
+// sums returns view's sums over the ready instance types for MaxBatch mb (viewCache).
+func (e *engine) sums(mb int) *viewCache {
+	c := &e.vc
+	if !c.ok || c.gen != c.readyGen || c.mb != mb {
+		c.ok, c.gen, c.mb, c.ready, c.slots, c.batchTime = true, c.readyGen, mb, 0, 0, 0
+		for _, ty := range e.types {
+			if ty.ready == 0 {
+				continue
+			}
+			c.ready += ty.ready
+			c.slots += ty.ready * max(ty.backend.Slots, 1)
+			if bt := ty.backend.Curve.ServiceTime(max(mb, 1)); bt > c.batchTime {
+				c.batchTime = bt
+			}
 		}
 	}
-	return v
+	return c
+}
+
+// viewCache keeps view's sums over the instance types, which change only when an instance
+// becomes ready or stops accepting (readyGen counts those) or the policy's MaxBatch changes:
+// recomputing them at every arrival, a service-time lookup per type, was 4 % of the
+// scoreboard's CPU (pprof, issue #17).
+type viewCache struct {
+	readyGen, gen uint64
+	ok            bool
+	mb            int
+	ready, slots  int
+	batchTime     time.Duration
+}
+
+// inert reports whether p is one of batching's stateless policies (None, Fixed): its Decide is
+// a pure function of its arguments that answers an empty queue with an empty Decision, its
+// Observe does nothing and its MaxBatch never changes. The engine skips those calls for them —
+// exactly: the results are known (an interface call per event was a tenth of the scoreboard's
+// CPU, pprof, issue #17).
+func inert(p batching.Policy) bool {
+	switch p.(type) {
+	case batching.None, *batching.Fixed:
+		return true
+	}
+	return false
 }
 
 // ---- VM tier ----
@@ -519,6 +621,7 @@ func (e *engine) launch(sp provider.Spec) (int, error) {
 	}
 	e.insts = append(e.insts, in)
 	i := len(e.insts) - 1
+	e.live = append(e.live, i)
 	e.instIdx[in.id] = i
 	ty.alive++
 	e.setAlive(+1)
@@ -542,6 +645,7 @@ func (e *engine) becomeReady(i int) {
 	in.accepting = true
 	ty := e.types[in.typ]
 	ty.ready++
+	e.vc.readyGen++
 	e.freeSlots += ty.backend.Slots - in.busy
 }
 
@@ -553,6 +657,7 @@ func (e *engine) stopAccepting(in *vmInst) {
 	in.accepting = false
 	ty := e.types[in.typ]
 	ty.ready--
+	e.vc.readyGen++
 	e.freeSlots -= ty.backend.Slots - in.busy
 }
 
@@ -565,6 +670,9 @@ func (e *engine) end(i int) {
 	e.stopAccepting(in)
 	in.state = provider.StateTerminated
 	in.ended = e.now
+	if in.ended != 0 {
+		e.liveDel(i)
+	}
 	ty := e.types[in.typ]
 	ty.alive--
 	e.setAlive(-1)
@@ -587,6 +695,18 @@ func (e *engine) end(i int) {
 		ty.costUSD += cost.VMCost(ty.billing, ty.it.PricePerHour, used)
 	}
 	delete(e.instIdx, in.id)
+}
+
+// liveDel drops instance i from the live list. The instance table is append-only (events name
+// instances by index), so over a long run most of it is ended instances: the loops that only
+// care about live ones (pick, scale, billSoFar, series, interruptions) scan the live list, in
+// the table's order (the same ties and picks), instead of the whole table (scanning it was a
+// tenth of the scoreboard's CPU, issue #17).
+func (e *engine) liveDel(i int) {
+	k, ok := slices.BinarySearch(e.live, i)
+	if ok {
+		e.live = slices.Delete(e.live, k, k+1)
+	}
 }
 
 func (e *engine) terminate(id string) {
@@ -626,28 +746,55 @@ func (e *engine) pumpVM() {
 			e.adm.Outcome(true, e.t(e.now))
 			e.fail()
 		}
-		q := batching.Queue{Len: e.vq.N, Free: e.freeSlots}
-		if q.Len > 0 {
-			q.Oldest = e.t(e.vq.Front())
-			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+		n := e.vq.N
+		if n == 0 && e.vmInert { // its Decision is empty: no dispatch, no wake-up
+			e.blocked = false
+			return
 		}
-		d := e.vmBatch.Decide(q, e.t(e.now))
-		e.mb = max(e.vmBatch.MaxBatch(), 1)
-		e.blocked = d.Dispatch > 0 && q.Len > 0 && e.freeSlots == 0
-		if nx := e.off(d.Next); nx >= 0 && (d.Dispatch <= 0 || e.freeSlots == 0 || nx > e.now) {
+		disp, nx := e.decide(e.vmBatch, e.vmFixed, e.vmInert, &e.vq, e.freeSlots)
+		if !e.vmInert {
+			e.mb = max(e.vmBatch.MaxBatch(), 1)
+		}
+		e.blocked = disp > 0 && n > 0 && e.freeSlots == 0
+		if nx >= 0 && (disp <= 0 || e.freeSlots == 0 || nx > e.now) {
 			nx = max(nx, e.now)
 			if e.vmWake < e.now || nx < e.vmWake {
-				if nx > e.now || d.Dispatch <= 0 {
+				if nx > e.now || disp <= 0 {
 					e.vmWake = nx
 					e.h.Push(nx, evWakeVM, 0)
 				}
 			}
 		}
-		if d.Dispatch <= 0 || q.Len == 0 || e.freeSlots == 0 || e.stalled() {
+		if disp <= 0 || n == 0 || e.freeSlots == 0 || e.stalled() {
 			return
 		}
-		e.dispatchVM(min(d.Dispatch, q.Len))
+		e.dispatchVM(min(disp, n))
 	}
+}
+
+// decide asks a tier's batching policy p about its queue rq with free slots: how many to
+// dispatch, and the offset to ask again at (-1: none). An inert policy (fixed: p when it is
+// Fixed) decides on the offsets themselves (DecideOffsets, exactly its Decide), any other on the
+// times.
+func (e *engine) decide(p batching.Policy, fixed *batching.Fixed, inert bool, rq *des.Ring, free int) (dispatch int, next int64) {
+	n := rq.N
+	switch {
+	case fixed != nil:
+		var front int64
+		if n > 0 {
+			front = rq.Front()
+		}
+		return fixed.DecideOffsets(n, front, front+e.sloNS, e.now)
+	case inert:
+		return batching.None{}.DecideOffsets(n, e.now)
+	}
+	q := batching.Queue{Len: n, Free: free}
+	if n > 0 {
+		q.Oldest = e.t(rq.Front())
+		q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+	}
+	d := p.Decide(q, e.t(e.now))
+	return d.Dispatch, e.off(d.Next)
 }
 
 func (e *engine) fail() {
@@ -665,7 +812,7 @@ func (e *engine) pick() int {
 		return e.pickLeastOutstanding()
 	}
 	e.cands, e.candIdx = e.cands[:0], e.candIdx[:0]
-	for i := range e.insts {
+	for _, i := range e.live {
 		in := &e.insts[i]
 		if !in.accepting {
 			continue
@@ -698,7 +845,7 @@ func (e *engine) pickLeastOutstanding() int {
 		}
 	}
 	best, bestBusy, bestFree := -1, 0, 0
-	for i := range e.insts {
+	for _, i := range e.live {
 		in := &e.insts[i]
 		if !in.accepting {
 			continue
@@ -822,7 +969,9 @@ func (e *engine) vmDone(b int32) {
 	e.startSum -= float64(br.start)
 	e.admit(br, failed)
 	e.complete(br.arr, slo.TierVM, failed)
-	e.observe(e.vmBatch, br, failed)
+	if !e.vmInert { // an inert policy's Observe does nothing
+		e.observe(e.vmBatch, br, failed)
+	}
 	e.releaseBatch(b)
 	if in.state == provider.StateDraining && in.busy == 0 {
 		e.end(i)
@@ -903,23 +1052,19 @@ func (e *engine) pumpSL() {
 		}
 		e.expireFns()
 		free := e.slFree()
-		q := batching.Queue{Len: e.sq.N, Free: free}
-		if q.Len > 0 {
-			q.Oldest = e.t(e.sq.Front())
-			q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+		n := e.sq.N
+		if n == 0 && e.slInert {
+			return
 		}
-		d := e.slBatch.Decide(q, e.t(e.now))
-		if nx := e.off(d.Next); nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
+		disp, nx := e.decide(e.slBatch, e.slFixed, e.slInert, &e.sq, free)
+		if nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
 			e.slWake = nx
 			e.h.Push(nx, evWakeSL, 0)
 		}
-		if d.Dispatch <= 0 || q.Len == 0 || free == 0 {
-			if d.Dispatch > 0 && free == 0 {
-				return // a completion frees an instance and pumps again
-			}
-			return
+		if disp <= 0 || n == 0 || free == 0 {
+			return // with a dispatch wanted and no instance free, a completion pumps again
 		}
-		e.dispatchSL(min(d.Dispatch, q.Len))
+		e.dispatchSL(min(disp, n))
 	}
 }
 
@@ -953,7 +1098,9 @@ func (e *engine) slDone(b int32) {
 	e.inflight--
 	e.fnIdle.Push(e.now)
 	e.complete(br.arr, slo.TierServerless, false)
-	e.observe(e.slBatch, br, false)
+	if !e.slInert {
+		e.observe(e.slBatch, br, false)
+	}
 	e.releaseBatch(b)
 	e.pumpSL()
 }
@@ -1025,7 +1172,7 @@ func (e *engine) billSoFar() float64 {
 	for _, ty := range e.types {
 		c += ty.costUSD
 	}
-	for i := range e.insts {
+	for _, i := range e.live {
 		in := &e.insts[i]
 		ty := e.types[in.typ]
 		if in.ended != 0 || in.state == provider.StateTerminated || ty.series != nil {
@@ -1042,7 +1189,7 @@ func (e *engine) billSoFar() float64 {
 
 func (e *engine) scale() {
 	e.fleet = e.fleet[:0]
-	for i := range e.insts {
+	for _, i := range e.live {
 		in := &e.insts[i]
 		if in.ended != 0 {
 			continue
@@ -1092,8 +1239,10 @@ func (e *engine) compact() {
 		}
 	}
 	e.insts = kept
+	e.live = e.live[:0]
 	for i, in := range e.insts {
 		e.instIdx[in.id] = i
+		e.live = append(e.live, i)
 	}
 }
 

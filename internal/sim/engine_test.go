@@ -190,3 +190,87 @@ func TestLaunchNoiseFactors(t *testing.T) {
 		t.Fatal("2 alive, 2 ready: want not launching")
 	}
 }
+
+// opaque hides a batching policy's type from the engine, so that it is not inert and every
+// Decide, Observe and MaxBatch call is made.
+type opaque struct{ batching.Policy }
+
+// TestInertPoliciesMatchOpaque: the calls the engine skips for an inert policy (None, Fixed: a
+// Decide on an empty queue, Observe, MaxBatch) change nothing — the same run with the policy
+// hidden behind another type gives the identical result, on a load that queues.
+func TestInertPoliciesMatchOpaque(t *testing.T) {
+	model := oneTypeModel(t, 10*time.Millisecond, 1)
+	for _, mk := range []func() batching.Policy{
+		func() batching.Policy { return batching.NewNone() },
+		func() batching.Policy { return batching.NewFixed(2, 5*time.Millisecond) },
+	} {
+		run := func(p batching.Policy) *Result {
+			cfg := DefaultConfig()
+			cfg.NoiseCV = 0.3
+			res, err := Run(context.Background(), cfg, nil, model, staticPolicy(2, p), newPoisson(170, 20000, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		p := mk()
+		if !inert(p) || inert(opaque{p}) {
+			t.Fatalf("%T: inert %v, hidden %v", p, inert(p), inert(opaque{p}))
+		}
+		a, b := run(p), run(opaque{mk()})
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%T: inert and hidden runs differ:\n-%+v\n+%+v", p, a.Summary, b.Summary)
+		}
+		if a.Summary.Requests == 0 || a.Summary.MeanBatchSize <= 1 && p.MaxBatch() > 1 {
+			t.Errorf("%T: the run did not batch (%+v)", p, a.Summary)
+		}
+	}
+}
+
+// TestEpochMatchesAdd: the engine's offset-to-time conversion gives the Time epoch.Add gives
+// (==: the same wall, ext and location), for the default epoch, other UTC ones, and epochs it
+// must not build itself (another location, a monotonic reading).
+func TestEpochMatchesAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		t    time.Time
+		fast bool
+	}{
+		{DefaultEpoch, true},
+		{time.Date(2026, 3, 1, 12, 30, 0, 999_999_999, time.UTC), true},
+		{time.Date(1969, 12, 31, 23, 59, 59, 1, time.UTC), true},
+		{time.Date(2026, 3, 1, 12, 30, 0, 5, time.FixedZone("x", 3600)), false},
+		{time.Now(), false},
+	} {
+		ep := newEpoch(tc.t)
+		if ep.fast != tc.fast {
+			t.Errorf("epoch %v: fast %v, want %v", tc.t, ep.fast, tc.fast)
+		}
+		for k := range 100000 {
+			off := rng.Int64N(int64(400*24*time.Hour)) - int64(time.Hour)
+			if k%3 == 0 {
+				off = int64(rng.IntN(3e9)) - 1e9
+			}
+			if got, want := ep.at(off), tc.t.Add(time.Duration(off)); got != want {
+				t.Fatalf("epoch %v + %d: %#v, Add %#v", tc.t, off, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkEpoch compares the engine's offset-to-time conversion with time.Time.Add.
+func BenchmarkEpoch(b *testing.B) {
+	ep := newEpoch(DefaultEpoch)
+	var sink time.Time
+	b.Run("at", func(b *testing.B) {
+		for i := range b.N {
+			sink = ep.at(int64(i) * 1_234_567)
+		}
+	})
+	b.Run("Add", func(b *testing.B) {
+		for i := range b.N {
+			sink = DefaultEpoch.Add(time.Duration(int64(i) * 1_234_567))
+		}
+	})
+	_ = sink
+}

@@ -14,7 +14,7 @@ func (e *engine) interruptScheduled() {
 		frac := e.cfg.Interruptions[0].Fraction
 		e.cfg.Interruptions = e.cfg.Interruptions[1:]
 		var ready []int
-		for i := range e.insts {
+		for _, i := range e.live {
 			in := &e.insts[i]
 			if in.ended == 0 && in.state == provider.StateReady && e.types[in.typ].spot {
 				ready = append(ready, i)

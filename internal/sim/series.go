@@ -46,7 +46,7 @@ func (e *engine) addSeriesPoint() {
 		p.Instances[i] = ty.alive
 		p.CostVM += ty.costUSD
 	}
-	for i := range e.insts {
+	for _, i := range e.live {
 		in := &e.insts[i]
 		if in.ended == 0 {
 			ty := e.types[in.typ]

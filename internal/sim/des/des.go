@@ -85,7 +85,8 @@ func (h *Heap) Pop() Event {
 	return top
 }
 
-// Ring is a FIFO of int64 (arrival offsets) that grows by doubling; N is its length.
+// Ring is a FIFO of int64 (arrival offsets) that grows by doubling; N is its length. Its buffer's
+// length is a power of two (64 doubled), so positions wrap with a mask.
 type Ring struct {
 	buf  []int64
 	head int
@@ -97,11 +98,11 @@ func (r *Ring) Push(v int64) {
 	if r.N == len(r.buf) {
 		nb := make([]int64, max(64, 2*len(r.buf)))
 		for i := 0; i < r.N; i++ {
-			nb[i] = r.buf[(r.head+i)%len(r.buf)]
+			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 		}
 		r.buf, r.head = nb, 0
 	}
-	r.buf[(r.head+r.N)%len(r.buf)] = v
+	r.buf[(r.head+r.N)&(len(r.buf)-1)] = v
 	r.N++
 }
 
