@@ -342,6 +342,11 @@ func (f *CostFit) Cost() BatchCost {
 		h := f.sy / f.w / 2
 		return BatchCost{Fixed: time.Duration(h), PerRowNS: h}
 	}
+	return f.general()
+}
+
+// general is Cost's weighted least-squares fit without the one-row shortcut (f.w > 0).
+func (f *CostFit) general() BatchCost {
 	mx, my := f.sx/f.w, f.sy/f.w
 	vx := f.sxx/f.w - mx*mx
 	if vx <= 0.01*mx*mx {

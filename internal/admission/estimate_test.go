@@ -223,20 +223,7 @@ func costOld(f CostFit) BatchCost {
 	if f.w <= 0 {
 		return BatchCost{}
 	}
-	mx, my := f.sx/f.w, f.sy/f.w
-	vx := f.sxx/f.w - mx*mx
-	if vx <= 0.01*mx*mx {
-		return BatchCost{Fixed: time.Duration(my / 2), PerRowNS: my / 2 / mx}
-	}
-	b := (f.sxy/f.w - mx*my) / vx
-	a := my - b*mx
-	switch {
-	case b < 0:
-		a, b = my, 0
-	case a < 0:
-		a, b = 0, my/mx
-	}
-	return BatchCost{Fixed: time.Duration(a), PerRowNS: b}
+	return f.general()
 }
 
 // The one-row shortcut of CostFit.Cost gives the general formula's cost bit for bit, over runs
