@@ -106,11 +106,12 @@ func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
 		if mb < cat.Serverless.MinMemoryMB || mb > cat.Serverless.MaxMemoryMB {
 			continue
 		}
-		if m.Serverless == nil { // the policy names why it cannot run
-			vals = append(vals, mb)
-		} else if _, err := m.Serverless.At(mb); err == nil {
-			vals = append(vals, mb)
+		if m.Serverless != nil { // without a profile the policy names why it cannot run
+			if _, err := m.Serverless.At(mb); err != nil {
+				continue
+			}
 		}
+		vals = append(vals, mb)
 	}
 	return []tune.Knob{{Path: "memory_mb", Values: vals}}
 }

@@ -41,21 +41,7 @@ func TestMissAllowance(t *testing.T) {
 // that meets the target runs to the same summary as without one, and one that stops early is
 // one that misses it; the count is the full run's requests.
 func TestExactMissBudget(t *testing.T) {
-	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, DefaultScoreSettings()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
-	if err == nil {
-		tr, err = scaleTrace(tr, 200, 0)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuning, _, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 5*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, tuning, _, parts := excerptWorld(t, DefaultScoreSettings()[0], 5*time.Minute)
 	target := w.Config.SLO.Target
 	budget := missBudget(tuning, w.Config.Seed, target)
 	load := sim.Load(tuning)
@@ -96,21 +82,7 @@ func TestExactMissBudget(t *testing.T) {
 // prefix of the tuning part but answers only with options whose run on the whole part met the
 // target, and reports that whole-part run.
 func TestTunePrefixChecksOnWholePart(t *testing.T) {
-	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, DefaultScoreSettings()[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
-	if err == nil {
-		tr, err = scaleTrace(tr, DefaultScoreSettings()[1].MaxRPS, 0)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuning, eval, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 6*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, tuning, eval, parts := excerptWorld(t, DefaultScoreSettings()[1], 6*time.Minute)
 	w.TunePrefix = 2 * time.Minute
 	for _, b := range DefaultTunedBaselines() {
 		if b.Name != "lambda-tuned" && b.Name != "sagemaker-ec2-tuned" {
@@ -141,10 +113,7 @@ func TestTunePrefixChecksOnWholePart(t *testing.T) {
 // search and drop the lambda-tuned row from every trace of the setting), and it runs.
 func TestLambdaTunedInBatchSetting(t *testing.T) {
 	st := DefaultScoreSettings()[2]
-	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, tuning, eval, parts := excerptWorld(t, st, 4*time.Minute)
 	ks := lambdaKnobs(w.Model, w.Catalog)
 	if len(ks) != 1 || len(ks[0].Values) == 0 {
 		t.Fatalf("%s setting: lambda knobs %+v, want one memory knob with values", st.Name, ks)
@@ -153,17 +122,6 @@ func TestLambdaTunedInBatchSetting(t *testing.T) {
 		if _, err := w.Model.Serverless.At(v.(int)); err != nil {
 			t.Errorf("memory %v MB offered: %v", v, err)
 		}
-	}
-	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
-	if err == nil {
-		tr, err = scaleTrace(tr, st.MaxRPS, 0)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuning, eval, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, 4*time.Minute)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, b := range DefaultTunedBaselines() {
 		if b.Name != "lambda-tuned" {
@@ -174,4 +132,26 @@ func TestLambdaTunedInBatchSetting(t *testing.T) {
 			t.Fatalf("lambda-tuned in the %s setting: %+v, %v; want a tuned row", st.Name, r.Search, err)
 		}
 	}
+}
+
+// excerptWorld loads setting st's world and the committed 07:00 Twitter excerpt rescaled to the
+// setting's peak, split as the scoreboard splits it with parts capped at d.
+func excerptWorld(t *testing.T, st ScoreSetting, d time.Duration) (World, *trace.Trace, *trace.Trace, [2]TracePart) {
+	t.Helper()
+	w, err := loadWorld(ScoreboardConfig{Root: "../.."}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Open("../../testdata/traces/twitter-2017-05-25-0700-30min.rps.csv")
+	if err == nil {
+		tr, err = scaleTrace(tr, st.MaxRPS, 0)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuning, eval, parts, err := Split("twitter-2017-05-25-0700-30min.rps.csv", tr, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, tuning, eval, parts
 }
