@@ -274,3 +274,57 @@ func BenchmarkEpoch(b *testing.B) {
 	})
 	_ = sink
 }
+
+// TestNoiseBlockMatchesOneByOne: the factors noise hands out, drawn noiseBlock at a time, are
+// the ones drawing each when asked gave, bit for bit, across several refills.
+func TestNoiseBlockMatchesOneByOne(t *testing.T) {
+	for _, cv := range []float64{0.05, 0.3, 1.5} {
+		cfg := DefaultConfig()
+		cfg.NoiseCV = cv
+		e := &engine{cfg: cfg, rngSvc: rand.New(rand.NewPCG(7, 0x5e541ce))}
+		e.noiseSig = math.Sqrt(math.Log1p(cv * cv))
+		e.noiseAt = noiseBlock
+		ref := rand.New(rand.NewPCG(7, 0x5e541ce))
+		s := e.noiseSig
+		for i := range 3*noiseBlock + 5 {
+			want := math.Exp(s*ref.NormFloat64() - s*s/2)
+			if got := e.noise(); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("cv %v, factor %d: %v, one by one %v", cv, i, got, want)
+			}
+		}
+	}
+}
+
+// TestEpochSubMatchesSub: the engine's time-to-offset conversion is time.Time.Sub's, for times
+// with and without a monotonic reading, in other locations, and far enough away that Sub
+// saturates.
+func TestEpochSubMatchesSub(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	far := []time.Time{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2318, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1733, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, e := range []time.Time{DefaultEpoch, time.Date(2026, 3, 1, 12, 30, 0, 999_999_999, time.UTC),
+		time.Date(2026, 3, 1, 12, 30, 0, 5, time.FixedZone("x", 3600)), time.Now()} {
+		ep := newEpoch(e)
+		check := func(u time.Time) {
+			if got, want := ep.sub(u), int64(u.Sub(e)); got != want {
+				t.Fatalf("epoch %v: %v − epoch = %d, Sub %d", e, u, got, want)
+			}
+		}
+		for _, u := range far {
+			check(u)
+		}
+		check(time.Now())
+		for k := range 100000 {
+			off := rng.Int64N(int64(400*24*time.Hour)) - int64(time.Hour)
+			if k%3 == 0 {
+				off = int64(rng.IntN(3e9)) - 1e9
+			}
+			u := e.Add(time.Duration(off))
+			if k%5 == 0 {
+				u = u.In(time.FixedZone("y", -7200))
+			}
+			check(u)
+			check(ep.at(off))
+		}
+	}
+}
