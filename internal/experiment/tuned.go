@@ -311,22 +311,7 @@ type TunedRun struct {
 // the policy the tuning part's load (an operator knows the past, not the future).
 func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trace.Trace, tp, ep TracePart) (TunedRun, error) {
 	load := sim.Load(tuning)
-	budget := missBudget(tuning, w.Config.Seed, w.Config.SLO.Target)
-	capped := func(ctx context.Context, o tune.Options, _ tune.Part, target, costCap float64) (tune.Outcome, error) {
-		s, err := w.runPolicy(ctx, b.Policy, o, tuning, tp, load, budget, costCap)
-		switch {
-		case errors.Is(err, sim.ErrMissBudget):
-			return tune.Outcome{Aborted: true}, nil
-		case errors.Is(err, sim.ErrCostBudget):
-			return tune.Outcome{Dear: true}, nil
-		case err != nil:
-			return tune.Outcome{}, err
-		}
-		return tune.Outcome{Attainment: s.SLOAttainment, Cost: s.CostUSD.Total}, nil
-	}
-	run := func(ctx context.Context, o tune.Options, p tune.Part, target float64) (tune.Outcome, error) {
-		return capped(ctx, o, p, target, 0)
-	}
+	run, capped := w.tuningRuns(b.Policy, tuning, tp, load)
 	p := tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, RunCapped: capped, Descent: true,
 		Target: w.Config.SLO.Target, Trace: w.Key} // RunPolicy caches the runs
 	var r tune.Result
@@ -361,12 +346,12 @@ func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem
 		return tune.Result{}, fmt.Errorf("%s: tuning prefix: %w", b.Name, err)
 	}
 	pp := TracePart{Part: tp.Part, From: tp.From, To: tp.From + w.TunePrefix}
-	full := p.Run
-	p.Run, p.RunCapped = w.tuningRun(b.Policy, pre, pp, load), nil
+	full, fullCapped := p.Run, p.RunCapped
+	p.Run, p.RunCapped = w.tuningRuns(b.Policy, pre, pp, load)
 	coarse, err := tune.Search(ctx, p)
 	if err != nil || !coarse.Met {
 		if err == nil {
-			p.Run = full
+			p.Run, p.RunCapped = full, fullCapped
 			r, err := tune.Search(ctx, p)
 			r.Runs += coarse.Runs
 			return r, err
@@ -393,23 +378,31 @@ func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem
 			return tune.Result{Options: o, Tuning: out, Met: true, Runs: runs}, nil
 		}
 	}
-	p.Run = full
+	p.Run, p.RunCapped = full, fullCapped
 	r, err := tune.Search(ctx, p)
 	r.Runs += runs
 	return r, err
 }
 
-// tuningRun is a tune.Run of policy on tr (part pp) under the exact miss budget.
-func (w World) tuningRun(policy string, tr *trace.Trace, pp TracePart, load sim.LoadStats) tune.Run {
+// tuningRuns are the tune.Run and tune.RunCapped of policy on tr (part pp) under the exact miss
+// budget: the whole tuning part's, and the prefix's of the coarse search, whose last bisection
+// probes run under the cost cap as the whole part's do (the same answer, tune.Problem.RunCapped).
+func (w World) tuningRuns(policy string, tr *trace.Trace, pp TracePart, load sim.LoadStats) (tune.Run, tune.RunCapped) {
 	budget := missBudget(tr, w.Config.Seed, w.Config.SLO.Target)
-	return func(ctx context.Context, o tune.Options, _ tune.Part, _ float64) (tune.Outcome, error) {
-		s, err := w.RunPolicy(ctx, policy, o, tr, pp, load, budget)
+	capped := func(ctx context.Context, o tune.Options, _ tune.Part, _, costCap float64) (tune.Outcome, error) {
+		s, err := w.runPolicy(ctx, policy, o, tr, pp, load, budget, costCap)
 		switch {
 		case errors.Is(err, sim.ErrMissBudget):
 			return tune.Outcome{Aborted: true}, nil
+		case errors.Is(err, sim.ErrCostBudget):
+			return tune.Outcome{Dear: true}, nil
 		case err != nil:
 			return tune.Outcome{}, err
 		}
 		return tune.Outcome{Attainment: s.SLOAttainment, Cost: s.CostUSD.Total}, nil
 	}
+	run := func(ctx context.Context, o tune.Options, p tune.Part, target float64) (tune.Outcome, error) {
+		return capped(ctx, o, p, target, 0)
+	}
+	return run, capped
 }
