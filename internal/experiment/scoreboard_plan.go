@@ -199,7 +199,7 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 		jobs[len(jobs)-1].weight = eval.Expected() + tunedWeight(tuning, w.TunePrefix)
 	}
 	jobs = append(jobs, job(OraclePolicy, func(context.Context) (ScoreEntry, error) {
-		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), eval.Arrivals(w.Config.Seed))
+		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), arrivalMemo.Arrivals(eval, w.Config.Seed))
 		if err != nil {
 			return ScoreEntry{}, err
 		}

@@ -10,7 +10,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -209,7 +208,7 @@ func (w World) runPolicy(ctx context.Context, policy string, o tune.Options, tr 
 	cfg := w.Config
 	cfg.Epoch = cfg.Epoch.Add(part.From)
 	cfg.MissBudget, cfg.CostBudget = budget, costCap*(1+1e-9) // a hair over: summation order never aborts a tie
-	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, tr.Arrivals(cfg.Seed))
+	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, arrivalMemo.Arrivals(tr, cfg.Seed))
 	switch {
 	case errors.Is(err, sim.ErrMissBudget):
 		w.Cache.Put(key, cachedRun{Aborted: true})
@@ -261,41 +260,14 @@ func MissAllowance(n int64, target float64) int64 {
 	return m
 }
 
-// arrivals memoises arrivalCount: the tuners of one (setting, trace) share its tuning part.
-var arrivals = struct {
-	sync.Mutex
-	n map[arrivalKey]int64
-}{n: map[arrivalKey]int64{}}
-
-type arrivalKey struct {
-	tr   *trace.Trace
-	seed uint64
-}
-
-// maxArrivalMemo bounds the memo (it holds the traces): past it the memo starts afresh.
-const maxArrivalMemo = 256
+// arrivalMemo shares each trace part's arrivals, for a seed, across the runs that replay it:
+// the rows and tuner probes of a setting, and the settings that replay the same part
+// (trace.Memo). Its budget holds a few busy parts at once (fn3's four evaluation days are about
+// 62 MB); the scoreboard's jobs run heaviest first, so those of one trace run close together.
+var arrivalMemo = trace.NewMemo(384 << 20)
 
 // arrivalCount returns how many arrivals tr yields for seed (the requests of a run on it).
-func arrivalCount(tr *trace.Trace, seed uint64) int64 {
-	k := arrivalKey{tr, seed}
-	arrivals.Lock()
-	n, ok := arrivals.n[k]
-	arrivals.Unlock()
-	if ok {
-		return n
-	}
-	src := tr.Arrivals(seed)
-	for _, more := src.Next(); more; _, more = src.Next() {
-		n++
-	}
-	arrivals.Lock()
-	if len(arrivals.n) >= maxArrivalMemo {
-		clear(arrivals.n)
-	}
-	arrivals.n[k] = n
-	arrivals.Unlock()
-	return n
-}
+func arrivalCount(tr *trace.Trace, seed uint64) int64 { return arrivalMemo.Count(tr, seed) }
 
 // TunedRun is a tuned baseline's outcome: the search on the tuning part and the run of its
 // answer on the evaluation trace.
