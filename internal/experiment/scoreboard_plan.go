@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -30,7 +31,12 @@ type scoreJob struct {
 }
 
 func (j *scoreJob) do(ctx context.Context) {
-	e, err := j.run(ctx)
+	// Labelled, a CPU profile (sim --cpuprofile) splits by row: go tool pprof -tags.
+	var e ScoreEntry
+	var err error
+	pprof.Do(ctx, pprof.Labels("setting", j.setting, "trace", j.trace, "row", j.row), func(ctx context.Context) {
+		e, err = j.run(ctx)
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			j.note = &ScoreNote{Setting: j.setting, Trace: j.trace, Policy: j.row, Err: err}
