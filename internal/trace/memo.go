@@ -79,8 +79,9 @@ func (m *Memo) get(t *Trace, seed uint64) *recording {
 	m.clock++
 	if r, ok := m.m[k]; ok {
 		r.used = m.clock
+		building := r.building // its recorder writes it, under mu
 		m.mu.Unlock()
-		if r.building {
+		if building {
 			return nil
 		}
 		return r

@@ -139,26 +139,37 @@ func TestMemoBudget(t *testing.T) {
 }
 
 // TestMemoConcurrent: callers racing for the same and different keys each get Arrivals'
-// offsets (a caller arriving while another records generates its own).
+// offsets: they start together on one long trace, so that most ask while the first records it
+// (and generate their own), then take turns on the others.
 func TestMemoConcurrent(t *testing.T) {
-	trs := memoTraces(t)
+	long, err := NewSeries("long", time.Minute, []float64{500, 800})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := append([]*Trace{long}, memoTraces(t)...)
+	want := make([][]time.Duration, len(trs))
+	for i, tr := range trs {
+		want[i] = drain(tr.Arrivals(1))
+	}
 	m := NewMemo(64 << 20)
+	start := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 20 {
-				tr := trs[(g+i)%len(trs)]
-				seed := uint64(i % 3)
-				if got, want := drain(m.Arrivals(tr, seed)), drain(tr.Arrivals(seed)); !equalOffsets(got, want) {
-					errs <- tr.Name
+			<-start
+			for i := range 2 * len(trs) {
+				k := (g*i + i) % len(trs)
+				if got := drain(m.Arrivals(trs[k], 1)); !equalOffsets(got, want[k]) {
+					errs <- trs[k].Name
 					return
 				}
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for name := range errs {
