@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,18 +14,6 @@ func drain(src Source) []time.Duration {
 		out = append(out, at)
 	}
 	return out
-}
-
-func equalOffsets(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // memoTraces are a busy series, one with gaps past 2³² ns (the escape), an empty one, and lists
@@ -71,7 +60,7 @@ func TestMemoReplaysArrivals(t *testing.T) {
 		for _, seed := range []uint64{1, 2} {
 			want := drain(tr.Arrivals(seed))
 			for pass := range 3 {
-				if got := drain(m.Arrivals(tr, seed)); !equalOffsets(got, want) {
+				if got := drain(m.Arrivals(tr, seed)); !slices.Equal(got, want) {
 					t.Fatalf("%s seed %d pass %d: %d offsets differ from Arrivals' %d", tr.Name, seed, pass, len(got), len(want))
 				}
 				if n := m.Count(tr, seed); n != int64(len(want)) {
@@ -89,7 +78,7 @@ func TestMemoReplaysArrivals(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(m.m)
-	if got := drain(m.Arrivals(twin, 1)); !equalOffsets(got, drain(busy.Arrivals(1))) || len(m.m) != before {
+	if got := drain(m.Arrivals(twin, 1)); !slices.Equal(got, drain(busy.Arrivals(1))) || len(m.m) != before {
 		t.Fatalf("an equal series was recorded anew (%d → %d recordings) or replayed other offsets", before, len(m.m))
 	}
 	sparse := memoTraces(t)[1]
@@ -114,7 +103,7 @@ func TestMemoBudget(t *testing.T) {
 	first := m.m[memoKey{tr.digest(), 0}]
 	for seed := range uint64(6) {
 		want := drain(tr.Arrivals(seed))
-		if got := drain(m.Arrivals(tr, seed)); !equalOffsets(got, want) {
+		if got := drain(m.Arrivals(tr, seed)); !slices.Equal(got, want) {
 			t.Fatalf("seed %d: replay differs", seed)
 		}
 		if m.used > m.max {
@@ -129,11 +118,11 @@ func TestMemoBudget(t *testing.T) {
 		t.Fatalf("%d recordings held, want 2 of 24 kB in 60 kB", len(m.m))
 	}
 	small := NewMemo(1000)
-	if got := drain(small.Arrivals(tr, 1)); !equalOffsets(got, drain(tr.Arrivals(1))) || len(small.m) != 0 {
+	if got := drain(small.Arrivals(tr, 1)); !slices.Equal(got, drain(tr.Arrivals(1))) || len(small.m) != 0 {
 		t.Fatalf("a trace past the budget: %d recordings, or other offsets", len(small.m))
 	}
 	var none *Memo
-	if got := drain(none.Arrivals(tr, 1)); !equalOffsets(got, drain(tr.Arrivals(1))) || none.Count(tr, 1) != int64(len(got)) {
+	if got := drain(none.Arrivals(tr, 1)); !slices.Equal(got, drain(tr.Arrivals(1))) || none.Count(tr, 1) != int64(len(got)) {
 		t.Fatal("a nil memo does not generate Arrivals' offsets")
 	}
 }
@@ -162,7 +151,7 @@ func TestMemoConcurrent(t *testing.T) {
 			<-start
 			for i := range 2 * len(trs) {
 				k := (g*i + i) % len(trs)
-				if got := drain(m.Arrivals(trs[k], 1)); !equalOffsets(got, want[k]) {
+				if got := drain(m.Arrivals(trs[k], 1)); !slices.Equal(got, want[k]) {
 					errs <- trs[k].Name
 					return
 				}
