@@ -172,6 +172,13 @@ func Immediate(queued, busy, slots int) (v Verdict, ok bool) {
 	return Verdict{}, false
 }
 
+// Immediately is Immediate's ok, without the Verdict (which then always admits): the
+// simulator's router-less arrivals ask it, where a Verdict built and copied per arrival stalled
+// on store forwarding (3 % of the scoreboard's CPU, issue #17).
+func Immediately(queued, busy, slots int) bool {
+	return slots <= 0 || queued <= 0 || queued == 1 && busy < slots
+}
+
 // ColdRounds bounds the queue (the batches in flight aside), in rounds of full batches on every
 // slot, before the first batch has completed and its time is known: a burst at start-up would
 // otherwise fill the queue with requests that time out (measured: 20 of 800 at 10× capacity in

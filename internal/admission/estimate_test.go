@@ -177,6 +177,9 @@ func TestImmediateMatchesAdmit(t *testing.T) {
 					Cost: BatchCost{Fixed: time.Millisecond}, Budget: 100 * time.Millisecond}
 				want := Admit(f, now.Add(time.Millisecond), now)
 				v, ok := Immediate(queued, busy, slots)
+				if Immediately(queued, busy, slots) != ok || ok && !v.Admit {
+					t.Errorf("queued %d busy %d slots %d: Immediately %v, Immediate %+v %v", queued, busy, slots, Immediately(queued, busy, slots), v, ok)
+				}
 				if ok && v != want {
 					t.Errorf("queued %d busy %d slots %d: Immediate %+v, Admit %+v", queued, busy, slots, v, want)
 				}

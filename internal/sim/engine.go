@@ -458,12 +458,15 @@ func (e *engine) arrive() {
 	// were a tenth of the scoreboard's CPU, issue #17).
 	mb := e.maxBatch()
 	slots := e.sums(mb).slots
-	verdict, ok := admission.Immediate(e.vq.N+1, min(e.busySlots, slots), slots)
-	admit, exp := verdict.Admit, int64(0) // exp: the offset of the verdict's Done, 0 if none
+	queued, busy := e.vq.N+1, min(e.busySlots, slots)
+	admit, exp := true, int64(0) // exp: the offset of the verdict's Done, 0 if none
 	if e.pol.Router != nil {
+		verdict, ok := admission.Immediate(queued, busy, slots)
 		route, exp = e.routeBy(mb, slots, verdict, ok)
 	} else {
-		if !ok { // without a router only the verdict's Admit and Done count: on offsets
+		// Without a router only the verdict's Admit and Done count: on offsets, and no Verdict
+		// when Immediate would answer (it admits then).
+		if !admission.Immediately(queued, busy, slots) {
 			admit, exp = admission.AdmitOffsets(e.admissionFacts(slots), e.now+e.sloNS, e.now)
 		}
 		switch {
