@@ -163,13 +163,14 @@ func estimate(f Facts) (wait, margin time.Duration, v Verdict, final bool) {
 // otherwise. A caller that builds the Facts and times only when they are needed (the
 // simulator's arrivals, issue #17) asks it first; Admit asks it too, so both answer alike.
 func Immediate(queued, busy, slots int) (v Verdict, ok bool) {
-	if slots <= 0 || queued <= 0 {
+	switch {
+	case !Immediately(queued, busy, slots):
+		return Verdict{}, false
+	case slots <= 0 || queued <= 0:
 		return Verdict{Admit: true, Reason: ReasonNoInstance}, true
-	}
-	if queued == 1 && busy < slots {
+	default:
 		return Verdict{Admit: true, Reason: ReasonFreeSlot}, true
 	}
-	return Verdict{}, false
 }
 
 // Immediately is Immediate's ok, without the Verdict (which then always admits): the

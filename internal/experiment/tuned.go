@@ -236,7 +236,7 @@ type cachedRun struct {
 // (its arrivals for seed, which the trace tells before the run). A run stopped past it could not
 // have met target; a run within it runs to the end, so a candidate's verdict is the full run's.
 func missBudget(tr *trace.Trace, seed uint64, target float64) int64 {
-	return MissAllowance(arrivalCount(tr, seed), target)
+	return MissAllowance(arrivalMemo.Count(tr, seed), target)
 }
 
 // MissAllowance is the largest m such that n − m requests met out of n still attain target, as
@@ -265,9 +265,6 @@ func MissAllowance(n int64, target float64) int64 {
 // (trace.Memo). Its budget holds a few busy parts at once (fn3's four evaluation days are about
 // 62 MB); the scoreboard's jobs run heaviest first, so those of one trace run close together.
 var arrivalMemo = trace.NewMemo(384 << 20)
-
-// arrivalCount returns how many arrivals tr yields for seed (the requests of a run on it).
-func arrivalCount(tr *trace.Trace, seed uint64) int64 { return arrivalMemo.Count(tr, seed) }
 
 // TunedRun is a tuned baseline's outcome: the search on the tuning part and the run of its
 // answer on the evaluation trace.

@@ -52,8 +52,8 @@ func TestExactMissBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if full.Requests != arrivalCount(tuning, w.Config.Seed) {
-			t.Fatalf("arrivalCount %d, the run's requests %d", arrivalCount(tuning, w.Config.Seed), full.Requests)
+		if n := arrivalMemo.Count(tuning, w.Config.Seed); full.Requests != n {
+			t.Fatalf("arrivalMemo.Count %d, the run's requests %d", n, full.Requests)
 		}
 		s, err := w.RunPolicy(context.Background(), "lambda", o, tuning, parts[0], load, budget)
 		switch {

@@ -98,24 +98,24 @@ type engine struct {
 	pol   Policy
 	arr   Arrivals
 
-	now      int64
-	tOff     int64     // the last instant t converted (now's, never an older offset's) …
-	tVal     time.Time // … and its time, cfg.Epoch + tOff
-	tOff2    int64     // the last other offset converted (e.g. the queue's front) …
-	tVal2    time.Time // … its time …
-	tOK2     bool      // … once one was
-	ep       epoch     // converts offsets to times
-	h        des.Heap
-	rec      *slo.Recorder
-	period   slo.Histogram
-	sloNS    int64
-	timeout  int64
-	noiseSig float64
-	noiseBuf [noiseBlock]float64 // log-normal factors drawn ahead (fillNoise) …
-	noiseAt  int                 // … the next one's index; noiseBlock: draw again
-	rngSvc   *rand.Rand
-	rngCloud *rand.Rand
-	st       stallState // Config.Stalls
+	now       int64
+	tOff      int64     // the last instant t converted (now's, never an older offset's) …
+	tVal      time.Time // … and its time, cfg.Epoch + tOff
+	tOff2     int64     // the last other offset converted (e.g. the queue's front) …
+	tVal2     time.Time // … its time …
+	tOK2      bool      // … once one was
+	ep        epoch     // converts offsets to times
+	h         des.Heap
+	rec       *slo.Recorder
+	period    slo.Histogram
+	sloNS     int64
+	timeout   int64
+	noiseSig  float64
+	noiseBuf  [noiseBlock]float64 // log-normal factors drawn ahead (fillNoise) …
+	noiseLeft int                 // … how many are still to hand out (the last ones)
+	rngSvc    *rand.Rand
+	rngCloud  *rand.Rand
+	st        stallState // Config.Stalls
 
 	// VM tier.
 	vmBatch   batching.Policy
@@ -226,7 +226,6 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	}
 	if cfg.NoiseCV > 0 {
 		e.noiseSig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
-		e.noiseAt = noiseBlock
 	}
 	e.vmBatch = pol.Batching
 	e.picker = pol.Dispatcher
@@ -910,15 +909,20 @@ func (e *engine) noise() float64 {
 		return 1
 	}
 	if len(e.cfg.LaunchNoiseFactors) > 0 { // rngSvc also feeds its draws: one at a time
-		s := e.noiseSig
-		return math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
+		return e.lognormal()
 	}
-	if e.noiseAt == noiseBlock {
+	if e.noiseLeft == 0 {
 		e.fillNoise()
 	}
-	v := e.noiseBuf[e.noiseAt]
-	e.noiseAt++
+	v := e.noiseBuf[noiseBlock-e.noiseLeft]
+	e.noiseLeft--
 	return v
+}
+
+// lognormal draws one log-normal factor of mean 1 (σ = noiseSig) from rngSvc.
+func (e *engine) lognormal() float64 {
+	s := e.noiseSig
+	return math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
 }
 
 // noiseBlock is how many log-normal factors fillNoise draws at once.
@@ -930,11 +934,10 @@ const noiseBlock = 64
 // operations each, 9 % of the scoreboard's CPU when each waited for its batch) overlap
 // (issue #17 item 6, TestNoiseBlockMatchesOneByOne).
 func (e *engine) fillNoise() {
-	s := e.noiseSig
 	for i := range e.noiseBuf {
-		e.noiseBuf[i] = math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
+		e.noiseBuf[i] = e.lognormal()
 	}
-	e.noiseAt = 0
+	e.noiseLeft = noiseBlock
 }
 
 // launching reports whether any VM instance is launching (Config.LaunchNoiseFactors).

@@ -283,7 +283,6 @@ func TestNoiseBlockMatchesOneByOne(t *testing.T) {
 		cfg.NoiseCV = cv
 		e := &engine{cfg: cfg, rngSvc: rand.New(rand.NewPCG(7, 0x5e541ce))}
 		e.noiseSig = math.Sqrt(math.Log1p(cv * cv))
-		e.noiseAt = noiseBlock
 		ref := rand.New(rand.NewPCG(7, 0x5e541ce))
 		s := e.noiseSig
 		for i := range 3*noiseBlock + 5 {
