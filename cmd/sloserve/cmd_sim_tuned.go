@@ -93,9 +93,20 @@ func simulateTuned(ctx context.Context, o simOptions, stderr io.Writer) ([]slo.S
 	w := experiment.World{Config: cfg, Catalog: &o.cat, Model: o.model, Decoder: o.decoder, Key: key, Cache: o.cache}
 	tp := experiment.TracePart{Part: tune.Tuning, To: o.tuning.Duration()}
 	ep := experiment.TracePart{Part: tune.Evaluation, To: o.tr.Duration()}
+	runs, errs := make([]experiment.TunedRun, len(o.tuned)), make([]error, len(o.tuned))
+	for _, g := range experiment.TwinGroups(o.tuned) { // twins run together (experiment.RunTogether)
+		bs := make([]experiment.TunedBaseline, len(g))
+		for k, i := range g {
+			bs[k] = o.tuned[i]
+		}
+		rs, es := w.RunTogether(ctx, bs, o.tuning, o.tr, tp, ep)
+		for k, i := range g {
+			runs[i], errs[i] = rs[k], es[k]
+		}
+	}
 	var out []slo.Summary
-	for _, b := range o.tuned {
-		r, err := w.RunTuned(ctx, b, o.tuning, o.tr, tp, ep)
+	for i, b := range o.tuned {
+		r, err := runs[i], errs[i]
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("sim: %w", ctx.Err())

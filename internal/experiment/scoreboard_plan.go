@@ -26,17 +26,32 @@ type scoreJob struct {
 	group               int     // (setting, trace) index: rows are ranked within a group
 	weight              float64 // expected simulated requests: the longest jobs start first
 	run                 func(ctx context.Context) (ScoreEntry, error)
-	entry               ScoreEntry
-	note                *ScoreNote
+	// runTwins, instead of run, fills this row and its twins' rows at once (RunTogether); a
+	// twin's job has neither and is done by its leader's.
+	runTwins func(ctx context.Context) ([]ScoreEntry, []error)
+	twins    []*scoreJob
+	entry    ScoreEntry
+	note     *ScoreNote
 }
 
 func (j *scoreJob) do(ctx context.Context) {
 	// Labelled, a CPU profile (sim --cpuprofile) splits by row: go tool pprof -tags.
-	var e ScoreEntry
-	var err error
 	pprof.Do(ctx, pprof.Labels("setting", j.setting, "trace", j.trace, "row", j.row), func(ctx context.Context) {
-		e, err = j.run(ctx)
+		switch {
+		case j.run != nil:
+			e, err := j.run(ctx)
+			j.set(ctx, e, err)
+		case j.runTwins != nil:
+			es, errs := j.runTwins(ctx)
+			for k, jj := range append([]*scoreJob{j}, j.twins...) {
+				jj.set(ctx, es[k], errs[k])
+			}
+		}
 	})
+}
+
+// set records the row's outcome.
+func (j *scoreJob) set(ctx context.Context, e ScoreEntry, err error) {
 	if err != nil {
 		if ctx.Err() == nil {
 			j.note = &ScoreNote{Setting: j.setting, Trace: j.trace, Policy: j.row, Err: err}
@@ -193,17 +208,32 @@ func planTrace(c ScoreboardConfig, st ScoreSetting, w World, name, path string, 
 		j.weight = eval.Expected()
 		jobs = append(jobs, j)
 	}
-	for _, b := range tuned {
-		jobs = append(jobs, job(b.Name, func(ctx context.Context) (ScoreEntry, error) {
-			r, err := w.RunTuned(ctx, b, tuning, eval, parts[0], parts[1])
-			if err != nil {
-				return ScoreEntry{}, err
-			}
-			return ScoreEntry{Summary: r.Summary, Tuned: &TunedInfo{Options: r.Search.Options, Attainment: r.Search.Tuning.Attainment,
-				Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs, PrefixS: r.Prefix.Seconds()}}, nil
-		}))
-		jobs[len(jobs)-1].weight = eval.Expected() + tunedWeight(tuning, w.TunePrefix)
+	// The tuned rows, in tuned's order; twins run with the baseline they are twins of.
+	tj := make([]*scoreJob, len(tuned))
+	for i, b := range tuned {
+		tj[i] = job(b.Name, nil)
 	}
+	for _, g := range TwinGroups(tuned) {
+		bs := make([]TunedBaseline, len(g))
+		for k, i := range g {
+			bs[k] = tuned[i]
+		}
+		lead := tj[g[0]]
+		lead.weight = eval.Expected() + tunedWeight(tuning, w.TunePrefix)
+		for _, i := range g[1:] {
+			lead.twins = append(lead.twins, tj[i])
+		}
+		lead.runTwins = func(ctx context.Context) ([]ScoreEntry, []error) {
+			rs, errs := w.RunTogether(ctx, bs, tuning, eval, parts[0], parts[1])
+			es := make([]ScoreEntry, len(rs))
+			for k, r := range rs {
+				es[k] = ScoreEntry{Summary: r.Summary, Tuned: &TunedInfo{Options: r.Search.Options, Attainment: r.Search.Tuning.Attainment,
+					Cost: r.Search.Tuning.Cost, Met: r.Search.Met, Runs: r.Search.Runs, PrefixS: r.Prefix.Seconds()}}
+			}
+			return es, errs
+		}
+	}
+	jobs = append(jobs, tj...)
 	jobs = append(jobs, job(OraclePolicy, func(context.Context) (ScoreEntry, error) {
 		c, err := OracleCost(w.Catalog, w.Model, w.Config.SLO, w.plannerTypes(), arrivalMemo.Arrivals(eval, w.Config.Seed))
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +38,11 @@ type TunedBaseline struct {
 	// Knobs returns the searched knobs for a model and catalog (tune.Problem's order: the first
 	// from the safest value to the cheapest, the rest a grid).
 	Knobs func(m profile.Model, cat *cost.Catalog) []tune.Knob
+	// TwinOf names the tuned baseline this one is a twin of (RunTogether): the same Policy and
+	// knobs, its runs the same simulations billed under other type names, TwinType's (the
+	// twin's type for each type the other launches). The scoreboard runs twins together.
+	TwinOf   string
+	TwinType func(string) string
 }
 
 // knobs returns constant knobs.
@@ -121,7 +127,8 @@ func lambdaKnobs(m profile.Model, cat *cost.Catalog) []tune.Knob {
 func DefaultTunedBaselines() []TunedBaseline {
 	return []TunedBaseline{
 		{Name: "sagemaker-tuned", Policy: "sagemaker", Knobs: trackingKnobs},
-		{Name: "sagemaker-ec2-tuned", Policy: "sagemaker", Fixed: tune.Options{"pricing": "ec2"}, Knobs: trackingKnobs},
+		{Name: "sagemaker-ec2-tuned", Policy: "sagemaker", Fixed: tune.Options{"pricing": "ec2"}, Knobs: trackingKnobs,
+			TwinOf: "sagemaker-tuned", TwinType: cost.HostedOn}, // EC2 pricing launches c5.large where hosting launches ml.c5.large
 		{Name: "knative-tuned", Policy: "knative", Knobs: kpaKnobs},
 		{Name: "mlproxy-tuned", Policy: "mlproxy", Knobs: withTypes(kpaTarget)},
 		{Name: "lambda-tuned", Policy: "lambda", Knobs: lambdaKnobs},
@@ -145,6 +152,8 @@ type World struct {
 	// the tuning part's first TunePrefix, then its answer checked on the whole part. An
 	// approximation (it can choose other options than the full search); 0 searches the whole part.
 	TunePrefix time.Duration
+	// sims, when set, counts the simulations run (tests).
+	sims *atomic.Int64
 }
 
 // decoder returns the Env.Decode of policy with o over the setting's section.
@@ -179,49 +188,105 @@ func (w World) decoder(policy string, o tune.Options) func(any) error {
 // is what the policy is told of the traffic (its Env.Load). budget > 0 aborts the run once more
 // requests missed (sim.ErrMissBudget). Results are cached by (policy, options, world, part).
 func (w World) RunPolicy(ctx context.Context, policy string, o tune.Options, tr *trace.Trace, part TracePart, load sim.LoadStats, budget int64) (slo.Summary, error) {
-	return w.runPolicy(ctx, policy, o, tr, part, load, budget, 0)
+	return w.run(ctx, runReq{policy: policy, o: o, tr: tr, part: part, load: load, budget: budget})
 }
 
-// runPolicy is RunPolicy with a cost cap: costCap > 0 aborts the run once its bill passes it
-// (sim.ErrCostBudget).
-func (w World) runPolicy(ctx context.Context, policy string, o tune.Options, tr *trace.Trace, part TracePart, load sim.LoadStats, budget int64, costCap float64) (slo.Summary, error) {
-	key := strings.Join([]string{"run", policy, o.Key(), w.Key, fmt.Sprintf("%s[%v,%v)", part.Part, part.From, part.To),
-		fmt.Sprintf("%.6g/%.6g", load.MeanRPS, load.PeakRPS), fmt.Sprint(budget)}, "|")
-	if costCap > 0 {
-		key += fmt.Sprintf("|cap %v", costCap)
+// runReq is one simulation: policy with options o (over the setting's) on tr, whose name is
+// part, told load, stopped early past budget misses (sim.Config.MissBudget, 0: never) or once
+// its bill passes costCap (sim.ErrCostBudget, 0: never).
+type runReq struct {
+	policy  string
+	o       tune.Options
+	tr      *trace.Trace
+	part    TracePart
+	load    sim.LoadStats
+	budget  int64
+	costCap float64
+}
+
+// runner runs one simulation (World.run, or a share of a joint run: runTogether).
+type runner func(ctx context.Context, r runReq) (slo.Summary, error)
+
+// key is r's cache key in world w.
+func (w World) key(r runReq) string {
+	key := strings.Join([]string{"run", r.policy, r.o.Key(), w.Key, fmt.Sprintf("%s[%v,%v)", r.part.Part, r.part.From, r.part.To),
+		fmt.Sprintf("%.6g/%.6g", r.load.MeanRPS, r.load.PeakRPS), fmt.Sprint(r.budget)}, "|")
+	if r.costCap > 0 {
+		key += fmt.Sprintf("|cap %v", r.costCap)
 	}
+	return key
+}
+
+// cached returns r's cached outcome (a summary, or an early stop's error), if hit.
+func (w World) cached(r runReq) (s slo.Summary, hit bool, err error) {
 	var c cachedRun
-	if w.Cache.Get(key, &c) {
-		switch {
-		case c.Aborted:
-			return slo.Summary{}, sim.ErrMissBudget
-		case c.Dear:
-			return slo.Summary{}, sim.ErrCostBudget
-		}
-		return c.Summary, nil
+	if !w.Cache.Get(w.key(r), &c) {
+		return slo.Summary{}, false, nil
 	}
-	env := sim.Env{Catalog: w.Catalog, Model: w.Model, SLO: w.Config.SLO, Load: load, Decode: w.decoder(policy, o)}
-	p, err := sim.New(policy, env)
-	if err != nil {
-		return slo.Summary{}, err
+	switch {
+	case c.Aborted:
+		return slo.Summary{}, true, sim.ErrMissBudget
+	case c.Dear:
+		return slo.Summary{}, true, sim.ErrCostBudget
 	}
-	cfg := w.Config
-	cfg.Epoch = cfg.Epoch.Add(part.From)
-	cfg.MissBudget, cfg.CostBudget = budget, costCap*(1+1e-9) // a hair over: summation order never aborts a tie
-	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, arrivalMemo.Arrivals(tr, cfg.Seed))
+	return c.Summary, true, nil
+}
+
+// keep caches r's outcome (a summary, or an early stop) and returns it.
+func (w World) keep(r runReq, s slo.Summary, err error) (slo.Summary, error) {
 	switch {
 	case errors.Is(err, sim.ErrMissBudget):
-		w.Cache.Put(key, cachedRun{Aborted: true})
+		w.Cache.Put(w.key(r), cachedRun{Aborted: true})
 		return slo.Summary{}, err
 	case errors.Is(err, sim.ErrCostBudget):
-		w.Cache.Put(key, cachedRun{Dear: true})
+		w.Cache.Put(w.key(r), cachedRun{Dear: true})
+		return slo.Summary{}, err
+	case err != nil:
 		return slo.Summary{}, err
 	}
+	w.Cache.Put(w.key(r), cachedRun{Summary: s})
+	return s, nil
+}
+
+// setup returns r's policy and engine config, twins billed as well (sim.Config.Twins).
+func (w World) setup(r runReq, twins ...sim.Twin) (sim.Policy, sim.Config, error) {
+	env := sim.Env{Catalog: w.Catalog, Model: w.Model, SLO: w.Config.SLO, Load: r.load, Decode: w.decoder(r.policy, r.o)}
+	p, err := sim.New(r.policy, env)
+	if err != nil {
+		return sim.Policy{}, sim.Config{}, err
+	}
+	cfg := w.Config
+	cfg.Epoch = cfg.Epoch.Add(r.part.From)
+	cfg.MissBudget, cfg.CostBudget = r.budget, overCap(r.costCap)
+	cfg.Twins = twins
+	return p, cfg, nil
+}
+
+// count counts a simulation (World.sims).
+func (w World) count() {
+	if w.sims != nil {
+		w.sims.Add(1)
+	}
+}
+
+// overCap is a cost cap a hair over costCap: summation order never aborts a tie.
+func overCap(costCap float64) float64 { return costCap * (1 + 1e-9) }
+
+// run runs r, cached by its options, world and part (a runner).
+func (w World) run(ctx context.Context, r runReq) (slo.Summary, error) {
+	if s, hit, err := w.cached(r); hit {
+		return s, err
+	}
+	p, cfg, err := w.setup(r)
 	if err != nil {
 		return slo.Summary{}, err
 	}
-	w.Cache.Put(key, cachedRun{Summary: res.Summary})
-	return res.Summary, nil
+	w.count()
+	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, arrivalMemo.Arrivals(r.tr, cfg.Seed))
+	if err != nil {
+		return w.keep(r, slo.Summary{}, err)
+	}
+	return w.keep(r, res.Summary, nil)
 }
 
 // cachedRun is a run's cache entry.
@@ -279,8 +344,13 @@ type TunedRun struct {
 // RunTuned tunes b on tuning (its part tp) and runs the answer on eval (part ep). Both runs tell
 // the policy the tuning part's load (an operator knows the past, not the future).
 func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trace.Trace, tp, ep TracePart) (TunedRun, error) {
+	return w.runTuned(ctx, b, tuning, eval, tp, ep, w.run)
+}
+
+// runTuned is RunTuned with its simulations run by sim.
+func (w World) runTuned(ctx context.Context, b TunedBaseline, tuning, eval *trace.Trace, tp, ep TracePart, sim1 runner) (TunedRun, error) {
 	load := sim.Load(tuning)
-	run, capped := w.tuningRuns(b.Policy, tuning, tp, load)
+	run, capped := w.tuningRuns(b.Policy, tuning, tp, load, sim1)
 	p := tune.Problem{Policy: b.Name, Knobs: b.Knobs(w.Model, w.Catalog), Fixed: b.Fixed, Run: run, RunCapped: capped, Descent: true,
 		Target: w.Config.SLO.Target, Trace: w.Key} // RunPolicy caches the runs
 	var r tune.Result
@@ -288,14 +358,14 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 	var prefix time.Duration
 	if w.TunePrefix > 0 && w.TunePrefix < tuning.Duration() {
 		prefix = w.TunePrefix
-		r, err = w.searchPrefix(ctx, b, p, tuning, tp, load)
+		r, err = w.searchPrefix(ctx, b, p, tuning, tp, load, sim1)
 	} else {
 		r, err = tune.Search(ctx, p)
 	}
 	if err != nil {
 		return TunedRun{}, err
 	}
-	s, err := w.RunPolicy(ctx, b.Policy, r.Options, eval, ep, load, 0)
+	s, err := sim1(ctx, runReq{policy: b.Policy, o: r.Options, tr: eval, part: ep, load: load})
 	if err != nil {
 		return TunedRun{}, fmt.Errorf("%s: %w", b.Name, err)
 	}
@@ -309,14 +379,14 @@ func (w World) RunTuned(ctx context.Context, b TunedBaseline, tuning, eval *trac
 // knob's safer values with the same grid knobs, one at a time, until one meets; when none does,
 // the full search. It chooses what the full search chooses when the prefix ranks the candidates
 // as the whole part does; Runs counts the prefix's runs and the whole part's.
-func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem, tuning *trace.Trace, tp TracePart, load sim.LoadStats) (tune.Result, error) {
+func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem, tuning *trace.Trace, tp TracePart, load sim.LoadStats, sim1 runner) (tune.Result, error) {
 	pre, err := tuning.With(trace.Options{To: w.TunePrefix})
 	if err != nil {
 		return tune.Result{}, fmt.Errorf("%s: tuning prefix: %w", b.Name, err)
 	}
 	pp := TracePart{Part: tp.Part, From: tp.From, To: tp.From + w.TunePrefix}
 	full, fullCapped := p.Run, p.RunCapped
-	p.Run, p.RunCapped = w.tuningRuns(b.Policy, pre, pp, load)
+	p.Run, p.RunCapped = w.tuningRuns(b.Policy, pre, pp, load, sim1)
 	coarse, err := tune.Search(ctx, p)
 	if err != nil || !coarse.Met {
 		if err == nil {
@@ -354,12 +424,13 @@ func (w World) searchPrefix(ctx context.Context, b TunedBaseline, p tune.Problem
 }
 
 // tuningRuns are the tune.Run and tune.RunCapped of policy on tr (part pp) under the exact miss
-// budget: the whole tuning part's, and the prefix's of the coarse search, whose last bisection
-// probes run under the cost cap as the whole part's do (the same answer, tune.Problem.RunCapped).
-func (w World) tuningRuns(policy string, tr *trace.Trace, pp TracePart, load sim.LoadStats) (tune.Run, tune.RunCapped) {
+// budget, run by sim1: the whole tuning part's, and the prefix's of the coarse search, whose last
+// bisection probes run under the cost cap as the whole part's do (the same answer,
+// tune.Problem.RunCapped).
+func (w World) tuningRuns(policy string, tr *trace.Trace, pp TracePart, load sim.LoadStats, sim1 runner) (tune.Run, tune.RunCapped) {
 	budget := missBudget(tr, w.Config.Seed, w.Config.SLO.Target)
 	capped := func(ctx context.Context, o tune.Options, _ tune.Part, _, costCap float64) (tune.Outcome, error) {
-		s, err := w.runPolicy(ctx, policy, o, tr, pp, load, budget, costCap)
+		s, err := sim1(ctx, runReq{policy: policy, o: o, tr: tr, part: pp, load: load, budget: budget, costCap: costCap})
 		switch {
 		case errors.Is(err, sim.ErrMissBudget):
 			return tune.Outcome{Aborted: true}, nil

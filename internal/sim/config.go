@@ -85,6 +85,11 @@ type Config struct {
 	// the bill so far (a lower bound of the final one) exceeds it: a tuner's candidate that can
 	// no longer be the cheapest stops early (issue #17, docs/scoreboard.md "Speed").
 	CostBudget float64
+	// Twins bill the run again as the runs of policies that launch the same machines under other
+	// type names (Twin), each with its own cost budget; Result.Twins holds their outcomes, and
+	// the budgets' early stops are reported in Result.Stop and TwinResult.Stop instead of Run's
+	// error.
+	Twins []Twin
 	// Progress, when set, is called now and then with the virtual time reached.
 	Progress func(reached time.Duration)
 }
@@ -130,6 +135,14 @@ func (c Config) Validate() error {
 	}
 	if err := c.Stalls.validate(); err != nil {
 		return err
+	}
+	for i, t := range c.Twins {
+		switch {
+		case t.Type == nil:
+			return fmt.Errorf("sim.twins[%d].type: must be set", i)
+		case !(t.CostBudget >= 0) || math.IsInf(t.CostBudget, 0):
+			return fmt.Errorf("sim.twins[%d].cost_budget: must be finite and ≥ 0, got %v", i, t.CostBudget)
+		}
 	}
 	for i, in := range c.Interruptions {
 		switch {

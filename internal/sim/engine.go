@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,6 +42,11 @@ type Result struct {
 	// Plans lists the serverless buffer plans the policy put in force, in order, when its
 	// serverless batching reports them (planReporter: the batch policy).
 	Plans []analytic.PlanChange
+	// Stop is, for a run with twins (Config.Twins), ErrMissBudget or ErrCostBudget when the run
+	// itself would have stopped there (Run returns the error when it has no twins); the Summary
+	// is then not the run's. Twins holds each twin's outcome, in Config.Twins' order.
+	Stop  error
+	Twins []TwinResult
 }
 
 // planReporter is a serverless batching policy that reports the plans it put in force
@@ -53,17 +59,11 @@ var _ planReporter = (*analytic.BufferPolicy)(nil)
 
 // vmType is an instance type the run has used, with everything the engine needs about it.
 type vmType struct {
-	name    string // with /spot for the spot market
-	it      cost.InstanceType
+	account // the bill (its name has /spot for the spot market)
 	backend profile.Backend
-	billing cost.Billing
-	spot    bool
-	series  *cost.PriceSeries
 	weight  float64 // capacity at batch 1, requests per second
 	ready   int     // ready (accepting) instances of this type
 	alive   int     // launching or ready
-	used    time.Duration
-	costUSD float64
 }
 
 type vmInst struct {
@@ -193,7 +193,9 @@ type engine struct {
 	perMet   int
 	perDone  int
 
-	err error
+	err   error
+	twins []*twinBook // Config.Twins' bills
+	stop  error       // with twins: the run's own early stop (Result.Stop)
 }
 
 // Run simulates pol serving model on the virtual cloud cat, with arrivals from arr, and returns
@@ -223,6 +225,9 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		slWake:    -1,
 		freeBatch: -1,
 		scaleAt:   -1,
+	}
+	for _, tw := range cfg.Twins {
+		e.twins = append(e.twins, &twinBook{tw: tw, idx: map[string]int{}})
 	}
 	if cfg.NoiseCV > 0 {
 		e.noiseSig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
@@ -283,6 +288,9 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		e.scale()
 	}
 	if err := e.loop(); err != nil {
+		if errors.Is(err, errAllStopped) {
+			return e.stopped(), nil
+		}
 		return nil, err
 	}
 	return e.finish(), nil
@@ -608,11 +616,14 @@ func (e *engine) typeFor(name string) (int, error) {
 			return 0, fmt.Errorf("instance type %q is not offered on the spot market", base)
 		}
 	}
-	ty := &vmType{name: name, it: it, backend: b, billing: e.cat.BillingFor(it), spot: spot}
+	ty := &vmType{account: account{name: name, it: it, billing: e.cat.BillingFor(it), spot: spot}, backend: b}
 	if spot {
 		if s, ok := e.cfg.SpotPrices[base]; ok {
 			ty.series = &s
 		}
+	}
+	if err := e.twinTypes(ty); err != nil {
+		return 0, err
 	}
 	if ty.backend.Slots < 1 {
 		ty.backend.Slots = 1
@@ -695,22 +706,9 @@ func (e *engine) end(i int) {
 	ty.alive--
 	e.setAlive(-1)
 	used := time.Duration(e.now - in.launched)
-	ty.used += used
-	billed := ty.billing.Billable(used)
-	switch {
-	case ty.series != nil:
-		from := time.Duration(in.launched)
-		c := ty.series.Cost(from, from+used)
-		if used > 0 {
-			c *= float64(billed) / float64(used)
-		} else {
-			c = ty.series.PriceAt(from) * billed.Hours()
-		}
-		ty.costUSD += c
-	case ty.spot:
-		ty.costUSD += cost.VMCost(ty.billing, ty.it.SpotPricePerHour, used)
-	default:
-		ty.costUSD += cost.VMCost(ty.billing, ty.it.PricePerHour, used)
+	ty.charge(in.launched, used)
+	for _, t := range e.twins {
+		t.accts[t.of[in.typ]].charge(in.launched, used)
 	}
 	delete(e.instIdx, in.id)
 }
@@ -1158,13 +1156,19 @@ func (e *engine) busy() bool {
 }
 
 func (e *engine) tick() {
-	if e.cfg.MissBudget > 0 && e.rec.Missed() > e.cfg.MissBudget && e.err == nil {
-		e.err = ErrMissBudget
-		return
-	}
-	if e.cfg.CostBudget > 0 && e.err == nil && e.billSoFar() > e.cfg.CostBudget {
-		e.err = ErrCostBudget
-		return
+	if len(e.twins) > 0 {
+		if e.twinStops() {
+			return
+		}
+	} else {
+		if e.cfg.MissBudget > 0 && e.rec.Missed() > e.cfg.MissBudget && e.err == nil {
+			e.err = ErrMissBudget
+			return
+		}
+		if e.cfg.CostBudget > 0 && e.err == nil && e.billSoFar() > e.cfg.CostBudget {
+			e.err = ErrCostBudget
+			return
+		}
 	}
 	// Close the sample.
 	elapsed := float64(e.now - e.off(e.sample.Start))
@@ -1220,15 +1224,10 @@ func (e *engine) billSoFar() float64 {
 	}
 	for _, i := range e.live {
 		in := &e.insts[i]
-		ty := e.types[in.typ]
-		if in.ended != 0 || in.state == provider.StateTerminated || ty.series != nil {
+		if in.ended != 0 || in.state == provider.StateTerminated {
 			continue
 		}
-		price := ty.it.PricePerHour
-		if ty.spot {
-			price = ty.it.SpotPricePerHour
-		}
-		c += cost.VMCost(ty.billing, price, time.Duration(e.now-in.launched))
+		c += e.types[in.typ].running(in.launched, e.now)
 	}
 	return c
 }
@@ -1323,7 +1322,10 @@ func (e *engine) finish() *Result {
 	if s.Requests > 0 {
 		s.Extra["cost_per_million_usd"] = s.CostUSD.Total / float64(s.Requests) * 1e6
 	}
-	res := &Result{Summary: s, Latency: e.rec.Histogram(), Series: e.series}
+	res := &Result{Summary: s, Latency: e.rec.Histogram(), Series: e.series, Stop: e.stop}
+	for _, t := range e.twins {
+		res.Twins = append(res.Twins, t.result(s, e.slCost))
+	}
 	if r, ok := e.slBatch.(planReporter); ok {
 		res.Plans = r.Plans()
 	}

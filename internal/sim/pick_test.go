@@ -70,7 +70,7 @@ func TestLiveListMatchesTable(t *testing.T) {
 		cat := cost.DefaultCatalog()
 		e := &engine{cat: &cat, picker: dispatch.PickFunc(dispatch.LeastOutstanding), typeIdx: map[string]int{}, instIdx: map[string]int{}, vmInert: true, vmMax: 1}
 		for k := range 1 + rng.IntN(3) {
-			ty := &vmType{name: "t" + strconv.Itoa(k), weight: 1}
+			ty := &vmType{account: account{name: "t" + strconv.Itoa(k)}, weight: 1}
 			ty.backend.Slots = 1 + rng.IntN(4)
 			e.types = append(e.types, ty)
 			e.typeIdx[ty.name] = k
