@@ -1,9 +1,11 @@
 package analytic
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -135,6 +137,10 @@ type Problem struct {
 	// eager checks every candidate on its full latency distribution (no attainmentBound): the
 	// tests compare the two searches.
 	eager bool
+	// inOrder checks the candidates' constraints in the search's order, every one that ties or
+	// beats the best so far, instead of cheapest first: the same plan, more checks (tests
+	// compare the two).
+	inOrder bool
 }
 
 // AttainmentSpec is a second, optional constraint of Eq. 2 (not in BATCH): the fraction of
@@ -247,6 +253,7 @@ func (p Problem) pricing() Pricing {
 
 // candidate is one evaluated configuration.
 type candidate struct {
+	n         int // its place in the search's order (B, then T, then memory)
 	mem, b, j int
 	i         int     // index of mem in the searched memory sizes
 	cost, q   float64 // q: P_p in seconds (NaN until computed)
@@ -341,6 +348,8 @@ func Optimize(p Problem) (Plan, error) {
 	var ties, sloTies []*candidate
 	// missed are the candidates checked and found outside the SLO, in the search's order.
 	var missed []*candidate
+	// all are the MinCost candidates, in the search's order.
+	var all []*candidate
 	bestCost, sloCost := math.Inf(1), math.Inf(1)
 	costTie := func(c, m float64) bool { return c <= m*(1+tieCost) }
 	// pp returns a candidate's P_p (under the problem's service noise), computed once.
@@ -408,32 +417,14 @@ func Optimize(p Problem) (Plan, error) {
 			for i, m := range mems {
 				explored++
 				s := svc[i][:b]
-				c := &candidate{mem: m, i: i, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
+				c := &candidate{n: explored, mem: m, i: i, b: b, j: j, bt: bt, svc: s, q: math.NaN(), att: math.NaN(), within: math.NaN()}
 				for k, pk := range bt.pmf {
 					c.cost += pk * price.CallCost(s[k], m)
 				}
 				c.cost /= bt.meanK
 				switch p.Objective {
 				case MinCost:
-					// Only a configuration that would win or tie on cost needs its constraints
-					// checked; while nothing is feasible every one is, so the best effort sees
-					// them all.
-					if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
-						continue
-					}
-					if (!p.eager && sloTabs.ruledOut(bt, i, svc[i], pct)) || withinSLOFrac(c) < pct {
-						// The best effort, if nothing is feasible, is chosen among these at the end.
-						missed = append(missed, c)
-						continue
-					}
-					if floor && costTie(c.cost, sloCost) {
-						sloTies = append(sloTies, c)
-						sloCost = math.Min(sloCost, c.cost)
-					}
-					if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
-						ties = append(ties, c)
-						bestCost = math.Min(bestCost, c.cost)
-					}
+					all = append(all, c)
 				case MinLatency:
 					bt.fill()
 					if c.cost <= p.Budget {
@@ -449,6 +440,44 @@ func Optimize(p Problem) (Plan, error) {
 		}
 	}
 	if p.Objective == MinCost {
+		// Only a configuration that would win or tie on cost needs its constraints checked, so
+		// they are checked cheapest first (equal costs in the search's order) until the costs
+		// pass the cheapest feasible one's ties: the same feasible candidates within a tie of
+		// the cheapest are found as by checking in the search's order every one that ties or
+		// beats the best so far — which checked 98 % more on the week-long Azure traces, each
+		// best so far on the way down (issue #17). While nothing is feasible every one is
+		// checked, so the best effort sees them all. The lists are put back in the search's
+		// order, on which pick and the best effort break ties.
+		bySearch := func(a, b *candidate) int { return a.n - b.n }
+		sorted := slices.DeleteFunc(slices.Clone(all), func(c *candidate) bool { return math.IsNaN(c.cost) }) // never a tie
+		slices.SortStableFunc(sorted, func(a, b *candidate) int { return cmp.Compare(a.cost, b.cost) })
+		if p.inOrder {
+			sorted = all
+		}
+		for _, c := range sorted {
+			if !costTie(c.cost, bestCost) && (!floor || !costTie(c.cost, sloCost)) {
+				if p.inOrder {
+					continue
+				}
+				break // every later one costs as much or more
+			}
+			if (!p.eager && sloTabs.ruledOut(c.bt, c.i, svc[c.i], pct)) || withinSLOFrac(c) < pct {
+				// The best effort, if nothing is feasible, is chosen among these at the end.
+				missed = append(missed, c)
+				continue
+			}
+			if floor && costTie(c.cost, sloCost) {
+				sloTies = append(sloTies, c)
+				sloCost = math.Min(sloCost, c.cost)
+			}
+			if costTie(c.cost, bestCost) && (!floor || attain(c) >= p.Attainment.Min) {
+				ties = append(ties, c)
+				bestCost = math.Min(bestCost, c.cost)
+			}
+		}
+		slices.SortFunc(ties, bySearch)
+		slices.SortFunc(sloTies, bySearch)
+		slices.SortFunc(missed, bySearch)
 		best, withinSLO = pick(ties, bestCost), pick(sloTies, sloCost)
 		if best == nil && withinSLO == nil {
 			// Best effort: the most requests within the SLO under the noise, or the lowest P_p,

@@ -179,3 +179,47 @@ func TestModelAtConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestOptimizeCheapestFirstKeepsThePlan: checking the candidates' constraints cheapest first and
+// stopping past the cheapest feasible one's ties gives the plan, bit for bit, of checking them
+// in the search's order — on random MMPP(2) arrivals, SLOs, service noise and attainment floors,
+// feasible or not, and where many timeouts tie on cost.
+func TestOptimizeCheapestFirstKeepsThePlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 4))
+	grid := Grid{MemoryMinMB: 1280, MemoryMaxMB: 3008, MemoryStepMB: 576, MaxBatch: 8,
+		TimeoutStep: 25 * time.Millisecond, TimeoutMax: 300 * time.Millisecond}
+	var ps []Problem
+	for range 24 {
+		a := mustMAP(t)(MMPP2(1+80*rng.Float64(), 1+80*rng.Float64(), 0.05+rng.Float64(), 0.05+rng.Float64()))
+		p := Problem{Arrivals: a, Service: TFResnetV2, Percentile: 0.9 + 0.09*rng.Float64(),
+			SLO: time.Duration((0.3 + 3.5*rng.Float64()) * float64(time.Second)), Grid: grid}
+		if rng.IntN(2) == 0 {
+			p.ServiceCV = 0.05
+		}
+		if rng.IntN(2) == 0 {
+			p.Attainment = AttainmentSpec{Threshold: p.SLO + time.Duration(rng.IntN(1000))*time.Millisecond, ServiceCV: 0.05, Min: 0.9 + 0.099*rng.Float64()}
+		}
+		ps = append(ps, p)
+	}
+	ties := DefaultGrid()
+	ties.MemoryMinMB, ties.MemoryMaxMB, ties.MaxBatch = 1280, 3008, 4
+	ps = append(ps, Problem{Arrivals: mustMAP(t)(Poisson(500)), Service: TFResnetV2, Percentile: 0.95, SLO: 20 * time.Second, Grid: ties})
+	feasible, infeasible := 0, 0
+	for i, p := range ps {
+		got, err := Optimize(p)
+		o := p
+		o.inOrder = true
+		want, werr := Optimize(o)
+		if (err == nil) != (werr == nil) || got != want {
+			t.Errorf("problem %d (%+v): plan %+v, %v; in the search's order %+v, %v", i, p, got, err, want, werr)
+		}
+		if got.Feasible {
+			feasible++
+		} else {
+			infeasible++
+		}
+	}
+	if feasible < 5 || infeasible < 2 {
+		t.Errorf("%d feasible and %d infeasible problems: the test needs both", feasible, infeasible)
+	}
+}
