@@ -134,7 +134,7 @@ func (w World) runJoint(ctx context.Context, bs []TunedBaseline, cs []*jointCall
 	for _, c := range miss[1:] {
 		twins = append(twins, sim.Twin{Type: bs[c.who].TwinType, CostBudget: overCap(c.r.costCap)})
 	}
-	p, cfg, err := w.setup(miss[0].r, twins...)
+	p, cfg, _, err := w.setup(miss[0].r, twins...)
 	var res *sim.Result
 	if err == nil {
 		w.count()

@@ -2,10 +2,16 @@ package experiment
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/experiment/tune"
+	"github.com/sloserve/sloserve/internal/planner"
+	"github.com/sloserve/sloserve/internal/sim"
+	"github.com/sloserve/sloserve/internal/slo"
 )
 
 // TestRunTogetherMatchesAlone: sagemaker-tuned and its twin sagemaker-ec2-tuned tuned together
@@ -57,5 +63,78 @@ func TestTwinGroups(t *testing.T) {
 	want := [][]int{{1, 0, 3}, {2}, {4}, {5}}
 	if g := TwinGroups(bs); !reflect.DeepEqual(g, want) {
 		t.Fatalf("TwinGroups = %v, want %v", g, want)
+	}
+}
+
+// TestRunNamedByDecodedOptions: a run whose options decode to what another run's did (mark's
+// default headroom spelled out, as mark-tuned's answer often is) is answered from the cache
+// without a simulation, with the same summary; other values, or another part, simulate.
+func TestRunNamedByDecodedOptions(t *testing.T) {
+	w, tuning, _, parts := excerptWorld(t, DefaultScoreSettings()[0], 4*time.Minute)
+	w.Cache = tune.NewCache("", "")
+	var sims atomic.Int64
+	w.sims = &sims
+	load := sim.Load(tuning)
+	run := func(o tune.Options, budget int64) slo.Summary {
+		t.Helper()
+		s, err := w.RunPolicy(context.Background(), "mark", o, tuning, parts[0], load, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	def := run(nil, 0)
+	spelled := run(tune.Options{"headroom": planner.DefaultHeadroom, "cool_down": planner.DefaultCoolDown.String()}, 0)
+	if n := sims.Load(); n != 1 || !reflect.DeepEqual(def, spelled) {
+		t.Fatalf("the default spelled out: %d simulations (want 1), summaries equal %v", n, reflect.DeepEqual(def, spelled))
+	}
+	run(tune.Options{"headroom": 1.4}, 0)
+	run(nil, 1<<40) // another miss budget is another run
+	if n := sims.Load(); n != 3 {
+		t.Errorf("%d simulations, want 3: another headroom and another budget simulate", n)
+	}
+}
+
+// TestDumpOptions: the dump names values, not pointers; tells nil from empty, −0 from 0 and
+// map entries in any order; and refuses what it cannot name by value.
+func TestDumpOptions(t *testing.T) {
+	type inner struct{ X []int }
+	type opts struct {
+		A    float64
+		P    *inner
+		M    map[string]int
+		hide string
+	}
+	one := 1
+	d := func(v any) string {
+		t.Helper()
+		s, ok := dumpOptions(v)
+		if !ok {
+			t.Fatalf("%+v: no dump", v)
+		}
+		return s
+	}
+	a := &opts{A: 1, P: &inner{X: []int{one}}, M: map[string]int{"a": 1, "b": 2}, hide: "h"}
+	b := &opts{A: 1, P: &inner{X: []int{1}}, M: map[string]int{"b": 2, "a": 1}, hide: "h"}
+	if d(a) != d(b) {
+		t.Errorf("equal values dump apart:\n%s\n%s", d(a), d(b))
+	}
+	for _, c := range []*opts{
+		{A: 1, P: &inner{X: []int{}}, M: a.M, hide: "h"},
+		{A: 1, P: &inner{X: []int{1}}, M: a.M, hide: "i"},
+		{A: 1, M: a.M, hide: "h"},
+		{A: math.Copysign(0, -1), P: a.P, M: a.M, hide: "h"},
+	} {
+		if d(c) == d(a) {
+			t.Errorf("%+v dumps as %+v", c, a)
+		}
+	}
+	if d(&opts{}) == d(&opts{A: math.Copysign(0, -1)}) {
+		t.Error("−0 dumps as 0")
+	}
+	for _, v := range []any{&struct{ F func() }{F: func() {}}, &struct{ C chan int }{C: make(chan int)}} {
+		if _, ok := dumpOptions(v); ok {
+			t.Errorf("%T: dumped", v)
+		}
 	}
 }

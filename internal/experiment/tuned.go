@@ -223,43 +223,53 @@ func (w World) cached(r runReq) (s slo.Summary, hit bool, err error) {
 	if !w.Cache.Get(w.key(r), &c) {
 		return slo.Summary{}, false, nil
 	}
-	switch {
-	case c.Aborted:
-		return slo.Summary{}, true, sim.ErrMissBudget
-	case c.Dear:
-		return slo.Summary{}, true, sim.ErrCostBudget
-	}
-	return c.Summary, true, nil
+	s, err = c.outcome()
+	return s, true, err
 }
 
-// keep caches r's outcome (a summary, or an early stop) and returns it.
-func (w World) keep(r runReq, s slo.Summary, err error) (slo.Summary, error) {
-	switch {
-	case errors.Is(err, sim.ErrMissBudget):
-		w.Cache.Put(w.key(r), cachedRun{Aborted: true})
-		return slo.Summary{}, err
-	case errors.Is(err, sim.ErrCostBudget):
-		w.Cache.Put(w.key(r), cachedRun{Dear: true})
-		return slo.Summary{}, err
-	case err != nil:
+// keep caches r's outcome (a summary, or an early stop) under its key and the others given, and
+// returns it.
+func (w World) keep(r runReq, s slo.Summary, err error, also ...string) (slo.Summary, error) {
+	c, ok := entryOf(s, err)
+	if !ok {
 		return slo.Summary{}, err
 	}
-	w.Cache.Put(w.key(r), cachedRun{Summary: s})
-	return s, nil
+	w.Cache.Put(w.key(r), c)
+	for _, k := range also {
+		w.Cache.Put(k, c)
+	}
+	return c.outcome()
 }
 
-// setup returns r's policy and engine config, twins billed as well (sim.Config.Twins).
-func (w World) setup(r runReq, twins ...sim.Twin) (sim.Policy, sim.Config, error) {
-	env := sim.Env{Catalog: w.Catalog, Model: w.Model, SLO: w.Config.SLO, Load: r.load, Decode: w.decoder(r.policy, r.o)}
+// setup returns r's policy and engine config, twins billed as well (sim.Config.Twins), and
+// the cache key that names r by the options the policy decoded (effective.go; "" when they
+// cannot be named).
+func (w World) setup(r runReq, twins ...sim.Twin) (sim.Policy, sim.Config, string, error) {
+	dec := w.decoder(r.policy, r.o)
+	dumps, named := []string{}, true
+	env := sim.Env{Catalog: w.Catalog, Model: w.Model, SLO: w.Config.SLO, Load: r.load, Decode: func(v any) error {
+		if err := dec(v); err != nil {
+			return err
+		}
+		d, ok := dumpOptions(v)
+		dumps, named = append(dumps, d), named && ok
+		return nil
+	}}
 	p, err := sim.New(r.policy, env)
 	if err != nil {
-		return sim.Policy{}, sim.Config{}, err
+		return sim.Policy{}, sim.Config{}, "", err
 	}
 	cfg := w.Config
 	cfg.Epoch = cfg.Epoch.Add(r.part.From)
 	cfg.MissBudget, cfg.CostBudget = r.budget, overCap(r.costCap)
 	cfg.Twins = twins
-	return p, cfg, nil
+	key := ""
+	if named {
+		e := r
+		e.o = tune.Options{"decoded": strings.Join(dumps, "|")}
+		key = "effective|" + w.key(e)
+	}
+	return p, cfg, key, nil
 }
 
 // count counts a simulation (World.sims).
@@ -277,16 +287,24 @@ func (w World) run(ctx context.Context, r runReq) (slo.Summary, error) {
 	if s, hit, err := w.cached(r); hit {
 		return s, err
 	}
-	p, cfg, err := w.setup(r)
+	p, cfg, eff, err := w.setup(r)
 	if err != nil {
 		return slo.Summary{}, err
+	}
+	if eff == "" {
+		eff = w.key(r)
+	}
+	var c cachedRun
+	if w.Cache.Get(eff, &c) { // the same simulation, named by other options
+		s, err := c.outcome()
+		return w.keep(r, s, err)
 	}
 	w.count()
 	res, err := sim.Run(ctx, cfg, w.Catalog, w.Model, p, arrivalMemo.Arrivals(r.tr, cfg.Seed))
 	if err != nil {
-		return w.keep(r, slo.Summary{}, err)
+		return w.keep(r, slo.Summary{}, err, eff)
 	}
-	return w.keep(r, res.Summary, nil)
+	return w.keep(r, res.Summary, nil, eff)
 }
 
 // cachedRun is a run's cache entry.
@@ -294,6 +312,30 @@ type cachedRun struct {
 	Summary slo.Summary `json:"summary"`
 	Aborted bool        `json:"aborted,omitempty"`
 	Dear    bool        `json:"dear,omitempty"` // stopped at its cost cap
+}
+
+// entryOf is the cache entry of a run's outcome; false for an error that is not an early stop.
+func entryOf(s slo.Summary, err error) (cachedRun, bool) {
+	switch {
+	case errors.Is(err, sim.ErrMissBudget):
+		return cachedRun{Aborted: true}, true
+	case errors.Is(err, sim.ErrCostBudget):
+		return cachedRun{Dear: true}, true
+	case err != nil:
+		return cachedRun{}, false
+	}
+	return cachedRun{Summary: s}, true
+}
+
+// outcome is the entry's run outcome: its summary, or the early stop's error.
+func (c cachedRun) outcome() (slo.Summary, error) {
+	switch {
+	case c.Aborted:
+		return slo.Summary{}, sim.ErrMissBudget
+	case c.Dear:
+		return slo.Summary{}, sim.ErrCostBudget
+	}
+	return c.Summary, nil
 }
 
 // missBudget is the early stop of a tuning run on tr (issue #17 item 6): the most requests that
