@@ -3,6 +3,8 @@ package admission
 import (
 	"math"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/timex"
 )
 
 // The one admission estimator: the live gateway refuses with it (429 + Retry-After) and the
@@ -222,7 +224,7 @@ func (m *MissControl) Outcome(missed bool, now time.Time) float64 {
 	// At the floor the relaxation leaves the fraction exactly where it is (0 × e^x = 0): the
 	// exponential is skipped (it was 7.6 % of a busy trace's run, pprof, issue #17).
 	if m.frac != MarginFloor && !m.at.IsZero() && now.After(m.at) {
-		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(now.Sub(m.at))/float64(MarginRelax))
+		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(timex.Sub(now, m.at))/float64(MarginRelax))
 	}
 	m.at = now
 	if missed {

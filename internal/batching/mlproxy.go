@@ -3,6 +3,8 @@ package batching
 import (
 	"time"
 
+	"github.com/sloserve/sloserve/internal/timex"
+
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -162,11 +164,11 @@ func (p *MLProxy) Observe(o Outcome, now time.Time) {
 			p.upstream[s] = w
 			p.newSize = true
 		}
-		w.Add(now, o.Completed.Sub(o.Dispatched))
+		w.Add(now, timex.Sub(o.Completed, o.Dispatched))
 		p.dirty = true
 	}
 	for _, a := range o.Arrivals {
-		p.e2e.Add(now, o.Completed.Sub(a))
+		p.e2e.Add(now, timex.Sub(o.Completed, a))
 	}
 }
 
@@ -179,8 +181,8 @@ func (p *MLProxy) LastAdjustment() string { return p.lastAdjust }
 // P95 returns the estimated 95th-percentile upstream latency of a batch of size n at now
 // (RT95_n in Eq. 1), recomputing the estimates when they are due.
 func (p *MLProxy) P95(now time.Time, n int) time.Duration {
-	if p.dirty && (p.newSize || !p.fresh || now.Sub(p.builtAt) >= p.cfg.RefreshInterval) ||
-		p.fresh && p.cfg.RefreshInterval > 0 && now.Sub(p.builtAt) >= p.cfg.RefreshInterval {
+	if p.dirty && (p.newSize || !p.fresh || timex.Sub(now, p.builtAt) >= p.cfg.RefreshInterval) ||
+		p.fresh && p.cfg.RefreshInterval > 0 && timex.Sub(now, p.builtAt) >= p.cfg.RefreshInterval {
 		p.rebuild(now)
 	}
 	n = max(1, min(n, len(p.est)-1))

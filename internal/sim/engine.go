@@ -508,7 +508,7 @@ func (e *engine) arrive() {
 // offset of the verdict's Done (0 if none).
 func (e *engine) routeBy(mb, slots int, verdict admission.Verdict, ok bool) (Route, int64) {
 	now := e.t(e.now)
-	deadline := now.Add(e.cfg.SLO.Threshold)
+	deadline := e.ep.at(e.now + e.sloNS) // now.Add(threshold), by the epoch's fast path
 	if !ok {
 		verdict = admission.Admit(e.admissionFacts(slots), deadline, now)
 	}
@@ -807,7 +807,7 @@ func (e *engine) decide(p batching.Policy, fixed *batching.Fixed, inert bool, rq
 	q := batching.Queue{Len: n, Free: free}
 	if n > 0 {
 		q.Oldest = e.t(rq.Front())
-		q.EarliestDeadline = q.Oldest.Add(e.cfg.SLO.Threshold)
+		q.EarliestDeadline = e.ep.at(rq.Front() + e.sloNS)
 	}
 	d := p.Decide(q, e.t(e.now))
 	return d.Dispatch, e.off(d.Next)

@@ -3,6 +3,8 @@ package slo
 import (
 	"math"
 	"time"
+
+	"github.com/sloserve/sloserve/internal/timex"
 )
 
 // Window is a sliding-window latency tracker over the last MaxSamples samples that are at most
@@ -42,7 +44,7 @@ func (w *Window) Add(now time.Time, v time.Duration) {
 	if !w.started {
 		w.epoch, w.started = now, true
 	}
-	t := int64(now.Sub(w.epoch))
+	t := int64(timex.Sub(now, w.epoch))
 	c := len(w.at)
 	if w.n == c {
 		w.at[w.head], w.val[w.head] = t, int64(v)
@@ -68,7 +70,7 @@ func (w *Window) expire(now time.Time) {
 	if !w.started {
 		return
 	}
-	cut := int64(now.Sub(w.epoch)) - w.maxAge
+	cut := int64(timex.Sub(now, w.epoch)) - w.maxAge
 	c := len(w.at)
 	for w.n > 0 && w.at[w.head] < cut {
 		w.head++
