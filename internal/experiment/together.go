@@ -2,9 +2,11 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
+	"github.com/sloserve/sloserve/internal/experiment/tune"
 	"github.com/sloserve/sloserve/internal/sim"
 	"github.com/sloserve/sloserve/internal/slo"
 	"github.com/sloserve/sloserve/internal/trace"
@@ -27,9 +29,10 @@ func (w World) RunTogether(ctx context.Context, bs []TunedBaseline, tuning, eval
 	n := len(bs)
 	runs, errs := make([]TunedRun, n), make([]error, n)
 	for _, b := range bs[min(n, 1):] {
-		if b.Policy != bs[0].Policy || b.TwinType == nil {
+		if b.Policy != bs[0].Policy || b.TwinType == nil || !sameBut(b.Fixed, bs[0].Fixed, b.TwinKeys) {
 			for k := range errs {
-				errs[k] = fmt.Errorf("%s: not a twin of %s (same policy and a twin type needed)", b.Name, bs[0].Name)
+				errs[k] = fmt.Errorf("%s: not a twin of %s (the same policy and fixed options but its twin keys %v, and a twin type, needed)",
+					b.Name, bs[0].Name, b.TwinKeys)
 			}
 			return runs, errs
 		}
@@ -93,8 +96,10 @@ func (w World) answer(ctx context.Context, bs []TunedBaseline, waiting []*jointC
 			continue
 		}
 		o := maps.Clone(c.r.o)
-		for k := range bs[c.who].Fixed {
-			delete(o, k)
+		for _, b := range bs[1:] { // the keys that change only the bill (RunTogether checked the rest)
+			for _, k := range b.TwinKeys {
+				delete(o, k)
+			}
 		}
 		r := c.r
 		r.o, r.costCap = o, 0
@@ -140,7 +145,13 @@ func (w World) runJoint(ctx context.Context, bs []TunedBaseline, cs []*jointCall
 		w.count()
 		res, err = sim.Run(ctx, cfg, w.Catalog, w.Model, p, arrivalMemo.Arrivals(miss[0].r.tr, cfg.Seed))
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, sim.ErrNotTwin): // the catalog's twin types launch differently: apart
+		for _, c := range miss {
+			c.s, c.err = w.run(ctx, c.r)
+		}
+		return
+	case err != nil:
 		for _, c := range miss {
 			c.err = err
 		}
@@ -183,4 +194,14 @@ func TwinGroups(bs []TunedBaseline) [][]int {
 		}
 	}
 	return out
+}
+
+// sameBut reports whether a and b hold the same options but the keys skip.
+func sameBut(a, b tune.Options, skip []string) bool {
+	a, b = maps.Clone(a), maps.Clone(b)
+	for _, k := range skip {
+		delete(a, k)
+		delete(b, k)
+	}
+	return len(a) == len(b) && tune.Options(a).Key() == tune.Options(b).Key()
 }

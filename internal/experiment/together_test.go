@@ -138,3 +138,35 @@ func TestDumpOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTogetherNotTwins: a "twin" whose fixed options differ beyond its twin keys is refused;
+// one whose types turn out to be other machines (sim.ErrNotTwin) runs apart, as RunTuned runs it.
+func TestRunTogetherNotTwins(t *testing.T) {
+	w, tuning, eval, parts := excerptWorld(t, DefaultScoreSettings()[0], 3*time.Minute)
+	var lead, twin TunedBaseline
+	for _, b := range DefaultTunedBaselines() {
+		switch {
+		case b.Name == "sagemaker-tuned":
+			lead = b
+		case b.TwinOf == "sagemaker-tuned":
+			twin = b
+		}
+	}
+	bad := twin
+	bad.Fixed = tune.Options{"pricing": "ec2", "over_provisioning": 1.5}
+	if _, errs := w.RunTogether(context.Background(), []TunedBaseline{lead, bad}, tuning, eval, parts[0], parts[1]); errs[0] == nil || errs[1] == nil {
+		t.Errorf("a twin with another over-provisioning: errors %v, want both refused", errs)
+	}
+	other := twin
+	other.Name, other.TwinType = "sagemaker-xlarge-tuned", func(string) string { return "c5.xlarge" }
+	got, errs := w.RunTogether(context.Background(), []TunedBaseline{lead, other}, tuning, eval, parts[0], parts[1])
+	for i, b := range []TunedBaseline{lead, other} {
+		want, err := w.RunTuned(context.Background(), b, tuning, eval, parts[0], parts[1])
+		if err != nil || errs[i] != nil {
+			t.Fatalf("%s: alone %v, together %v", b.Name, err, errs[i])
+		}
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("%s: together\n%+v\nalone\n%+v", b.Name, got[i], want)
+		}
+	}
+}

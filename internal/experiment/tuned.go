@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,10 +39,12 @@ type TunedBaseline struct {
 	// Knobs returns the searched knobs for a model and catalog (tune.Problem's order: the first
 	// from the safest value to the cheapest, the rest a grid).
 	Knobs func(m profile.Model, cat *cost.Catalog) []tune.Knob
-	// TwinOf names the tuned baseline this one is a twin of (RunTogether): the same Policy and
-	// knobs, its runs the same simulations billed under other type names, TwinType's (the
-	// twin's type for each type the other launches). The scoreboard runs twins together.
+	// TwinOf names the tuned baseline this one is a twin of (RunTogether): the same Policy,
+	// knobs and Fixed options but TwinKeys, which change only the type names it launches, so its
+	// runs are the same simulations billed under TwinType's names (the twin's type for each type
+	// the other launches). The scoreboard runs twins together.
 	TwinOf   string
+	TwinKeys []string
 	TwinType func(string) string
 }
 
@@ -128,7 +131,7 @@ func DefaultTunedBaselines() []TunedBaseline {
 	return []TunedBaseline{
 		{Name: "sagemaker-tuned", Policy: "sagemaker", Knobs: trackingKnobs},
 		{Name: "sagemaker-ec2-tuned", Policy: "sagemaker", Fixed: tune.Options{"pricing": "ec2"}, Knobs: trackingKnobs,
-			TwinOf: "sagemaker-tuned", TwinType: cost.HostedOn}, // EC2 pricing launches c5.large where hosting launches ml.c5.large
+			TwinOf: "sagemaker-tuned", TwinKeys: []string{"pricing"}, TwinType: cost.HostedOn}, // EC2 pricing launches c5.large where hosting launches ml.c5.large
 		{Name: "knative-tuned", Policy: "knative", Knobs: kpaKnobs},
 		{Name: "mlproxy-tuned", Policy: "mlproxy", Knobs: withTypes(kpaTarget)},
 		{Name: "lambda-tuned", Policy: "lambda", Knobs: lambdaKnobs},
@@ -266,7 +269,9 @@ func (w World) setup(r runReq, twins ...sim.Twin) (sim.Policy, sim.Config, strin
 	key := ""
 	if named {
 		e := r
-		e.o = tune.Options{"decoded": strings.Join(dumps, "|")}
+		// The load exactly (the key's %.6g is coarser, and another policy reads it).
+		e.o = tune.Options{"decoded": strings.Join(dumps, "|"), "load": strconv.FormatFloat(r.load.MeanRPS, 'g', -1, 64) + "/" +
+			strconv.FormatFloat(r.load.PeakRPS, 'g', -1, 64)}
 		key = "effective|" + w.key(e)
 	}
 	return p, cfg, key, nil

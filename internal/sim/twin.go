@@ -38,6 +38,10 @@ type TwinResult struct {
 	Stop error
 }
 
+// ErrNotTwin is Run's error when a twin's type is not the run's type's machine under another
+// name and price (Twin.Type): the caller runs the two apart.
+var ErrNotTwin = errors.New("sim: not a twin")
+
 // errAllStopped ends a run with twins once the run and every twin met their early stop.
 var errAllStopped = errors.New("sim: the run and its twins all stopped")
 
@@ -108,14 +112,14 @@ func (e *engine) twinTypes(ty *vmType) error {
 		}
 		base, spot := cost.ParseType(name)
 		if spot || ty.spot {
-			return fmt.Errorf("twin of %q: spot types have no twins", ty.name)
+			return fmt.Errorf("%w: twin of %q: spot types have no twins", ErrNotTwin, ty.name)
 		}
 		it, ok := e.cat.Type(base)
 		if !ok {
-			return fmt.Errorf("twin of %q: instance type %q is not in the catalog", ty.name, base)
+			return fmt.Errorf("%w: twin of %q: instance type %q is not in the catalog", ErrNotTwin, ty.name, base)
 		}
 		if !sameMachine(ty.it, it) || profileOf(e, base) != profileOf(e, ty.name) {
-			return fmt.Errorf("twin of %q: %q is not the same machine (only the name, prices and billing may differ)", ty.name, name)
+			return fmt.Errorf("%w: twin of %q: %q is not the same machine (only the name, prices and billing may differ)", ErrNotTwin, ty.name, name)
 		}
 		t.idx[name] = len(t.accts)
 		t.of = append(t.of, len(t.accts))

@@ -141,7 +141,7 @@ func TestTwinOtherMachineRefused(t *testing.T) {
 		run := cfg
 		run.Twins = []Twin{{Type: func(string) string { return c.to }}}
 		_, err = Run(context.Background(), run, &cat, model, p, newPoisson(10, 100, 1))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, ErrNotTwin) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("twin %s: error %v, want %q", c.to, err, c.want)
 		}
 	}
