@@ -1165,7 +1165,7 @@ func (e *engine) tick() {
 			e.err = ErrMissBudget
 			return
 		}
-		if e.cfg.CostBudget > 0 && e.err == nil && e.billSoFar() > e.cfg.CostBudget {
+		if e.cfg.CostBudget > 0 && e.err == nil && e.billSoFar(nil) > e.cfg.CostBudget {
 			e.err = ErrCostBudget
 			return
 		}
@@ -1216,18 +1216,29 @@ func (e *engine) pushHistory(s autoscale.Sample) {
 
 // billSoFar is a lower bound of the run's final bill: what the ended instances and the
 // function tier cost, and what each running instance on a fixed price would be billed if it
-// ended now (billing is non-decreasing in the time used; price series are left out).
-func (e *engine) billSoFar() float64 {
+// ended now (billing is non-decreasing in the time used; price series are left out), under the
+// run's own accounts, or twin t's.
+func (e *engine) billSoFar(t *twinBook) float64 {
 	c := e.slCost
-	for _, ty := range e.types {
-		c += ty.costUSD
+	if t == nil {
+		for _, ty := range e.types {
+			c += ty.costUSD
+		}
+	} else {
+		for _, a := range t.accts {
+			c += a.costUSD
+		}
 	}
 	for _, i := range e.live {
 		in := &e.insts[i]
 		if in.ended != 0 || in.state == provider.StateTerminated {
 			continue
 		}
-		c += e.types[in.typ].running(in.launched, e.now)
+		a := &e.types[in.typ].account
+		if t != nil {
+			a = t.accts[t.of[in.typ]]
+		}
+		c += a.running(in.launched, e.now)
 	}
 	return c
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sloserve/sloserve/internal/cost"
-	"github.com/sloserve/sloserve/internal/provider"
 	"github.com/sloserve/sloserve/internal/slo"
 )
 
@@ -168,12 +167,12 @@ func (e *engine) twinStops() bool {
 		e.err = errAllStopped
 		return true
 	}
-	if e.cfg.CostBudget > 0 && e.stop == nil && e.billSoFar() > e.cfg.CostBudget {
+	if e.cfg.CostBudget > 0 && e.stop == nil && e.billSoFar(nil) > e.cfg.CostBudget {
 		e.stop = ErrCostBudget
 	}
 	all := e.stop != nil
 	for _, t := range e.twins {
-		if t.tw.CostBudget > 0 && t.stop == nil && e.twinBill(t) > t.tw.CostBudget {
+		if t.tw.CostBudget > 0 && t.stop == nil && e.billSoFar(t) > t.tw.CostBudget {
 			t.stop = ErrCostBudget
 		}
 		all = all && t.stop != nil
@@ -182,22 +181,6 @@ func (e *engine) twinStops() bool {
 		e.err = errAllStopped
 	}
 	return all
-}
-
-// twinBill is billSoFar under twin t's accounts.
-func (e *engine) twinBill(t *twinBook) float64 {
-	c := e.slCost
-	for _, a := range t.accts {
-		c += a.costUSD
-	}
-	for _, i := range e.live {
-		in := &e.insts[i]
-		if in.ended != 0 || in.state == provider.StateTerminated {
-			continue
-		}
-		c += t.accts[t.of[in.typ]].running(in.launched, e.now)
-	}
-	return c
 }
 
 // stopped is the Result of a run whose parties all stopped early.
