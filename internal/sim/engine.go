@@ -132,6 +132,7 @@ type engine struct {
 	freeSlots int
 	nextID    int
 	vmWake    int64
+	vmWakes   wakeSet
 	cands     []dispatch.Instance
 	picker    dispatch.Picker
 	leastOut  bool // picker is the default, dispatch.LeastOutstanding (pickLeastOutstanding)
@@ -147,6 +148,7 @@ type engine struct {
 	fnIdle    des.Ring // idle-since times of warm idle instances, oldest first
 	fnBusy    int
 	slWake    int64
+	slWakes   wakeSet
 	slCost    float64
 	slBusyNS  int64
 	cold      int64
@@ -405,11 +407,13 @@ func (e *engine) loop() error {
 			e.becomeReady(int(ev.ID))
 			e.pumpVM()
 		case evWakeVM:
+			e.vmWakes.del(ev.At)
 			if ev.At == e.vmWake {
 				e.vmWake = -1
 			}
 			e.pumpVM()
 		case evWakeSL:
+			e.slWakes.del(ev.At)
 			if ev.At == e.slWake {
 				e.slWake = -1
 			}
@@ -777,7 +781,9 @@ func (e *engine) pumpVM() {
 			if e.vmWake < e.now || nx < e.vmWake {
 				if nx > e.now || disp <= 0 {
 					e.vmWake = nx
-					e.h.Push(nx, evWakeVM, 0)
+					if e.vmWakes.add(nx) {
+						e.h.Push(nx, evWakeVM, 0)
+					}
 				}
 			}
 		}
@@ -1103,7 +1109,9 @@ func (e *engine) pumpSL() {
 		disp, nx := e.decide(e.slBatch, e.slFixed, e.slInert, &e.sq, free)
 		if nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
 			e.slWake = nx
-			e.h.Push(nx, evWakeSL, 0)
+			if e.slWakes.add(nx) {
+				e.h.Push(nx, evWakeSL, 0)
+			}
 		}
 		if disp <= 0 || n == 0 || free == 0 {
 			return // with a dispatch wanted and no instance free, a completion pumps again
