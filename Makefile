@@ -18,6 +18,13 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
+# cmd/sloserve/default.pgo is a CPU profile of the full scoreboard (`sloserve sim --scoreboard
+# --json --no-cache --cpuprofile cmd/sloserve/default.pgo`, from the repository root): the Go
+# toolchain builds the binary with profile-guided optimisation from it (-pgo=auto), the same
+# code, about a tenth less CPU for the simulator (docs/scoreboard.md "Speed"). Test builds turn
+# it off: the suite gains nothing from it and would compile every dependency a second time.
+test e2e-k8s: export GOFLAGS += -pgo=off
+
 build:
 	$(GO) build ./...
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sloserve ./cmd/sloserve
