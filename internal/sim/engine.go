@@ -111,8 +111,11 @@ type engine struct {
 	sloNS     int64
 	timeout   int64
 	noiseSig  float64
-	noiseBuf  [noiseBlock]float64 // log-normal factors drawn ahead (fillNoise) …
-	noiseLeft int                 // … how many are still to hand out (the last ones)
+	noiseBuf  [noiseBlock]float64 // log-normal factors drawn ahead by the run itself (fillNoise)
+	noiseCur  []float64           // the factors being handed out: a shared block or noiseBuf …
+	noiseAt   int                 // … the next one's index
+	noiseSeq  *noiseSeq           // the shared sequence the blocks come from (nil: drawn here)
+	noiseBlk  int                 // the next shared block's index
 	rngSvc    *rand.Rand
 	rngCloud  *rand.Rand
 	st        stallState // Config.Stalls
@@ -233,6 +236,9 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	}
 	if cfg.NoiseCV > 0 {
 		e.noiseSig = math.Sqrt(math.Log1p(cfg.NoiseCV * cfg.NoiseCV))
+		if len(cfg.NoiseFactors) == 0 && len(cfg.LaunchNoiseFactors) == 0 {
+			e.noiseSeq = sharedNoise.seq(cfg.Seed, e.noiseSig)
+		}
 	}
 	e.vmBatch = pol.Batching
 	e.picker = pol.Dispatcher
@@ -915,33 +921,41 @@ func (e *engine) noise() float64 {
 	if len(e.cfg.LaunchNoiseFactors) > 0 { // rngSvc also feeds its draws: one at a time
 		return e.lognormal()
 	}
-	if e.noiseLeft == 0 {
+	if e.noiseAt == len(e.noiseCur) {
 		e.fillNoise()
 	}
-	v := e.noiseBuf[noiseBlock-e.noiseLeft]
-	e.noiseLeft--
+	v := e.noiseCur[e.noiseAt]
+	e.noiseAt++
 	return v
 }
 
 // lognormal draws one log-normal factor of mean 1 (σ = noiseSig) from rngSvc.
-func (e *engine) lognormal() float64 {
-	s := e.noiseSig
-	return math.Exp(s*e.rngSvc.NormFloat64() - s*s/2)
-}
+func (e *engine) lognormal() float64 { return lognormal(e.rngSvc, e.noiseSig) }
 
 // noiseBlock is how many log-normal factors fillNoise draws at once.
 const noiseBlock = 64
 
-// fillNoise draws the next noiseBlock log-normal factors. Without factor lists rngSvc feeds
-// nothing but these draws, so the sequence is the one drawing each factor when its batch starts
-// gave, value for value; drawn in a loop, the exps (a chain of some 25 dependent floating-point
-// operations each, 9 % of the scoreboard's CPU when each waited for its batch) overlap
-// (issue #17 item 6, TestNoiseBlockMatchesOneByOne).
+// fillNoise readies the next log-normal factors: the shared sequence's next block (noise.go),
+// or, past what the memo holds, the next noiseBlock drawn here. Without factor lists rngSvc
+// feeds nothing but these draws, so the sequence is the one drawing each factor when its batch
+// starts gave, value for value; drawn in a loop, the exps (a chain of some 25 dependent
+// floating-point operations each, 9 % of the scoreboard's CPU when each waited for its batch)
+// overlap (issue #17 item 6, TestNoiseBlockMatchesOneByOne, TestSharedNoiseMatchesOneByOne).
 func (e *engine) fillNoise() {
+	e.noiseAt = 0
+	if e.noiseSeq != nil {
+		b, pcg := e.noiseSeq.block(e.noiseBlk)
+		if b != nil {
+			e.noiseCur = b
+			e.noiseBlk++
+			return
+		}
+		e.noiseSeq, e.rngSvc = nil, rand.New(pcg) // the memo is full: on from the block's start
+	}
 	for i := range e.noiseBuf {
 		e.noiseBuf[i] = e.lognormal()
 	}
-	e.noiseLeft = noiseBlock
+	e.noiseCur = e.noiseBuf[:]
 }
 
 // launching reports whether any VM instance is launching (Config.LaunchNoiseFactors).
