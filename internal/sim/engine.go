@@ -98,27 +98,27 @@ type engine struct {
 	pol   Policy
 	arr   Arrivals
 
-	now       int64
-	tOff      int64     // the last instant t converted (now's, never an older offset's) …
-	tVal      time.Time // … and its time, cfg.Epoch + tOff
-	tOff2     int64     // the last other offset converted (e.g. the queue's front) …
-	tVal2     time.Time // … its time …
-	tOK2      bool      // … once one was
-	ep        epoch     // converts offsets to times
-	h         des.Heap
-	rec       *slo.Recorder
-	period    slo.Histogram
-	sloNS     int64
-	timeout   int64
-	noiseSig  float64
-	noiseBuf  [noiseBlock]float64 // log-normal factors drawn ahead by the run itself (fillNoise)
-	noiseCur  []float64           // the factors being handed out: a shared block or noiseBuf …
-	noiseAt   int                 // … the next one's index
-	noiseSeq  *noiseSeq           // the shared sequence the blocks come from (nil: drawn here)
-	noiseBlk  int                 // the next shared block's index
-	rngSvc    *rand.Rand
-	rngCloud  *rand.Rand
-	st        stallState // Config.Stalls
+	now      int64
+	tOff     int64     // the last instant t converted (now's, never an older offset's) …
+	tVal     time.Time // … and its time, cfg.Epoch + tOff
+	tOff2    int64     // the last other offset converted (e.g. the queue's front) …
+	tVal2    time.Time // … its time …
+	tOK2     bool      // … once one was
+	ep       epoch     // converts offsets to times
+	h        des.Heap
+	rec      *slo.Recorder
+	period   slo.Histogram
+	sloNS    int64
+	timeout  int64
+	noiseSig float64
+	noiseBuf [noiseBlock]float64 // log-normal factors drawn ahead by the run itself (fillNoise)
+	noiseCur []float64           // the factors being handed out: a shared block or noiseBuf …
+	noiseAt  int                 // … the next one's index
+	noiseSeq *noiseSeq           // the shared sequence the blocks come from (nil: drawn here)
+	noiseBlk int                 // the next shared block's index
+	rngSvc   *rand.Rand
+	rngCloud *rand.Rand
+	st       stallState // Config.Stalls
 
 	// VM tier.
 	vmBatch   batching.Policy
