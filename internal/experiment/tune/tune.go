@@ -103,10 +103,13 @@ type Problem struct {
 	Fixed Options
 	// Run runs one candidate.
 	Run Run
-	// RunCapped, when set, runs the candidates whose outcome can only matter if they are
-	// cheaper than the best so far: the last probe of a bisection once a candidate met the
-	// target (the probe's side no longer steers the search, so the answer is the one the
-	// uncapped search gives). Others go to Run.
+	// RunCapped, when set, runs every candidate once some candidate met the target, capped at
+	// the cheapest cost met so far; Run runs the others. A candidate stopped dear (Outcome.Dear)
+	// cannot win, and the bisection goes on to the cheaper values: with the cost falling along
+	// the first knob, as the bisection assumes, every safer value is dearer still, so the answer
+	// is the uncapped search's (TestSearchCostCapSameAnswer, TestSearchCostCapProperty). Where
+	// the cost does not fall, the cap can cost optimality, never a wrong answer: the answer is
+	// always a candidate that ran whole and met the target.
 	RunCapped RunCapped
 	// Target is the SLO's attainment target on the tuning part.
 	Target float64
@@ -192,15 +195,15 @@ type search struct {
 // bisect searches the first knob's values with the grid knobs at combo.
 func (s *search) bisect(ctx context.Context, combo Options) error {
 	vals := s.p.Knobs[0].Values
-	// Invariant: every index < lo met (or lo = 0), every index > hi missed.
+	// Invariant: every index < lo met or stopped dear (or lo = 0), every index > hi missed.
 	lo, hi := 0, len(vals)-1
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		met, err := s.try(ctx, combo, vals[mid], lo == hi)
+		met, dear, err := s.try(ctx, combo, vals[mid])
 		if err != nil {
 			return err
 		}
-		if met {
+		if met || dear { // dear: every safer value is dearer still, only cheaper ones can win
 			lo = mid + 1
 		} else {
 			hi = mid - 1
@@ -209,9 +212,9 @@ func (s *search) bisect(ctx context.Context, combo Options) error {
 	return nil
 }
 
-// try runs one candidate and keeps it when it is the best so far; last says that whether it
-// meets the target no longer steers the search (the last probe of a bisection).
-func (s *search) try(ctx context.Context, combo Options, first any, last bool) (bool, error) {
+// try runs one candidate and keeps it when it is the best so far. It reports whether the
+// candidate met the target, and whether it stopped dearer than the best so far (capped).
+func (s *search) try(ctx context.Context, combo Options, first any) (met, dear bool, err error) {
 	o := maps.Clone(s.p.Fixed)
 	if o == nil {
 		o = Options{}
@@ -219,7 +222,7 @@ func (s *search) try(ctx context.Context, combo Options, first any, last bool) (
 	maps.Copy(o, combo)
 	o[s.p.Knobs[0].Path] = first
 	key := strings.Join([]string{s.p.Policy, o.Key(), s.p.Trace, fmt.Sprint(s.p.Target)}, "|")
-	capped := last && s.best.Met && s.p.RunCapped != nil
+	capped := s.best.Met && s.p.RunCapped != nil
 	if capped {
 		key += fmt.Sprintf("|cap %v", s.best.Tuning.Cost)
 	}
@@ -232,14 +235,14 @@ func (s *search) try(ctx context.Context, combo Options, first any, last bool) (
 			out, err = s.p.Run(ctx, o, Tuning, s.p.Target)
 		}
 		if err != nil {
-			return false, fmt.Errorf("tune %s %s: %w", s.p.Policy, o.Key(), err)
+			return false, false, fmt.Errorf("tune %s %s: %w", s.p.Policy, o.Key(), err)
 		}
 		s.p.Cache.Put(key, out)
 	} else {
 		s.best.Cached++
 	}
 	s.best.Runs++
-	met := !out.Aborted && !out.Dear && out.Attainment >= s.p.Target
+	met = !out.Aborted && !out.Dear && out.Attainment >= s.p.Target
 	b := &s.best
 	switch {
 	case met && (!b.Met || out.Cost < b.Tuning.Cost):
@@ -247,7 +250,7 @@ func (s *search) try(ctx context.Context, combo Options, first any, last bool) (
 	case !met && !b.Met && (b.Options == nil || out.Attainment > b.Tuning.Attainment):
 		b.Options, b.Tuning = o, out
 	}
-	return met, nil
+	return met, out.Dear, nil
 }
 
 // grid returns every combination of the knobs' values (one empty combination for no knobs).

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -94,8 +95,8 @@ func TestNest(t *testing.T) {
 }
 
 // TestSearchCostCapSameAnswer: with RunCapped the search returns the same options, outcome and
-// run count as without it (non-monotone attainment included), and only a bisection's last
-// probes, after some candidate met the target, are capped — at the best cost so far.
+// run count as without it (non-monotone attainment included), and the probes after some
+// candidate met the target are capped — at the best cost so far.
 func TestSearchCostCapSameAnswer(t *testing.T) {
 	eval := func(o Options) Outcome {
 		x := o["target"].(float64)
@@ -144,6 +145,75 @@ func TestSearchCostCapSameAnswer(t *testing.T) {
 		}
 		if capped == 0 || dear == 0 {
 			t.Errorf("descent %v: %d capped runs, %d stopped dear; want some of each", descent, capped, dear)
+		}
+	}
+}
+
+// TestSearchCostCapProperty: on random problems whose attainment and cost both fall along the
+// first knob (the bisection's assumption) the capped search returns the uncapped one's answer
+// and outcome; on problems where either does not, the answers may differ (either may be the
+// cheaper), but the capped one still meets whenever the uncapped one does, with a candidate
+// that ran whole and met the target.
+func TestSearchCostCapProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		nv, ng := 2+rng.IntN(9), 1+rng.IntN(3)
+		monotone := trial%2 == 0
+		att := map[[2]int]float64{}
+		cost := map[[2]int]float64{}
+		for g := range ng {
+			base, a := 1+rng.Float64()*3, 1.0
+			for v := range nv {
+				if monotone {
+					a -= 0.008 * rng.Float64()
+				} else {
+					a = 1 - 0.004*float64(v) - 0.01*rng.Float64()
+				}
+				att[[2]int{v, g}] = a
+				if monotone {
+					cost[[2]int{v, g}] = base * (1 - 0.08*float64(v))
+				} else {
+					cost[[2]int{v, g}] = base * (0.5 + rng.Float64())
+				}
+			}
+		}
+		var vals, grid []any
+		for v := range nv {
+			vals = append(vals, v)
+		}
+		for g := range ng {
+			grid = append(grid, g)
+		}
+		eval := func(o Options) Outcome {
+			k := [2]int{o["v"].(int), o["g"].(int)}
+			return Outcome{Attainment: att[k], Cost: cost[k]}
+		}
+		run := func(_ context.Context, o Options, _ Part, _ float64) (Outcome, error) { return eval(o), nil }
+		capped := func(_ context.Context, o Options, _ Part, _, costCap float64) (Outcome, error) {
+			if out := eval(o); out.Cost <= costCap {
+				return out, nil
+			}
+			return Outcome{Dear: true}, nil
+		}
+		p := Problem{Policy: "toy", Knobs: []Knob{{Path: "v", Values: vals}, {Path: "g", Values: grid}},
+			Run: run, Target: 0.975, Trace: "t", Descent: trial%3 != 0}
+		want, err := Search(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.RunCapped = capped
+		got, err := Search(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Met != want.Met {
+			t.Fatalf("trial %d: capped met %v, uncapped %v", trial, got.Met, want.Met)
+		}
+		if got.Met && (got.Tuning != eval(got.Options) || got.Tuning.Attainment < p.Target) {
+			t.Fatalf("trial %d: capped answer %v with outcome %+v, which is not a whole run meeting the target", trial, got.Options, got.Tuning)
+		}
+		if monotone && (got.Options.Key() != want.Options.Key() || got.Tuning != want.Tuning) {
+			t.Fatalf("trial %d (attainment and cost fall along v): capped %v %+v, uncapped %v %+v", trial, got.Options, got.Tuning, want.Options, want.Tuning)
 		}
 	}
 }
