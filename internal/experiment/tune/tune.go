@@ -105,11 +105,11 @@ type Problem struct {
 	Run Run
 	// RunCapped, when set, runs every candidate once some candidate met the target, capped at
 	// the cheapest cost met so far; Run runs the others. A candidate stopped dear (Outcome.Dear)
-	// cannot win, and the bisection goes on to the cheaper values: with the cost falling along
-	// the first knob, as the bisection assumes, every safer value is dearer still, so the answer
-	// is the uncapped search's (TestSearchCostCapSameAnswer, TestSearchCostCapProperty). Where
-	// the cost does not fall, the cap can cost optimality, never a wrong answer: the answer is
-	// always a candidate that ran whole and met the target.
+	// cannot win, and the bisection goes on to the cheaper values: with cost and attainment
+	// falling along the first knob, as the bisection assumes, every safer value is dearer still,
+	// so the answer is the uncapped search's (TestSearchCostCapSameAnswer,
+	// TestSearchCostCapProperty). Where either does not fall, the two searches may end on
+	// different candidates, never on a wrong one: the answer always ran whole and met the target.
 	RunCapped RunCapped
 	// Target is the SLO's attainment target on the tuning part.
 	Target float64
