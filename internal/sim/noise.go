@@ -73,20 +73,19 @@ func (m *noiseMemo) reserve(n int) bool {
 	return true
 }
 
-// block returns the sequence's k-th block (factors k·noiseMemoBlock onwards), drawing the
-// blocks up to it if no run has yet. A caller asks for its blocks in order, so k is at most the
-// number drawn; when the memo is full and block k is not drawn, it returns nil and a generator
-// at the block's start, from which the caller draws the rest of its sequence itself.
+// block returns the sequence's k-th block (factors k·noiseMemoBlock onwards), drawing it if no
+// run has yet. A run asks for its blocks in order, so k is at most the number drawn. When the
+// memo is full and block k is not drawn, it returns nil and a generator at the block's start,
+// from which the run draws the rest of its sequence itself.
 func (s *noiseSeq) block(k int) ([]float64, *rand.PCG) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if k < len(s.blocks) {
+	switch {
+	case k < len(s.blocks):
 		return s.blocks[k], nil
-	}
-	if k > len(s.blocks) || !s.memo.reserve(noiseMemoBlock) {
-		if k > len(s.blocks) { // not asked in order: no generator state for k is kept
-			panic("sim: noise block asked out of order")
-		}
+	case k > len(s.blocks): // no generator state is kept for a later block
+		panic("sim: noise block asked out of order")
+	case !s.memo.reserve(noiseMemoBlock):
 		pcg := *s.pcg
 		return nil, &pcg
 	}
