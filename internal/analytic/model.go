@@ -310,7 +310,13 @@ func (bt *Batching) fill() {
 	md.tagging()
 	b, j := md.b, bt.j
 	bt.cdf = make([][]float64, b)
-	cdfs := make([]float64, b*(j+1))
+	// The columns lazyLatencyCDF kept are the ones computed here (waitAt computes each grid point
+	// by itself, bit for bit the same).
+	cdfs, have := bt.kept, bt.have
+	bt.kept, bt.have = nil, nil
+	if cdfs == nil {
+		cdfs = make([]float64, b*(j+1))
+	}
 	for k := range bt.cdf {
 		bt.cdf[k] = cdfs[k*(j+1) : (k+1)*(j+1) : (k+1)*(j+1)]
 	}
@@ -318,6 +324,9 @@ func (bt *Batching) fill() {
 	// of the scoreboard's CPU (pprof).
 	w := md.newWaitScratch()
 	for u := 0; u <= j; u++ {
+		if have != nil && have[u] {
+			continue
+		}
 		y := md.waitAt(bt, u, w)
 		for k := 0; k < b; k++ {
 			bt.cdf[k][u] = y[k]

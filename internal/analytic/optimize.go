@@ -134,8 +134,8 @@ type Problem struct {
 
 	// models, when set, shares the batching models between the problems of one Solve.
 	models *modelCache
-	// eager checks every candidate on its full latency distribution (no attainmentBound): the
-	// tests compare the two searches.
+	// eager checks every candidate on its full latency distribution (no attainmentBound, no
+	// lazyLatencyCDF): the tests compare the two searches.
 	eager bool
 	// inOrder checks the candidates' constraints in the search's order, every one that ties or
 	// beats the best so far, instead of cheapest first: the same plan, more checks (tests
@@ -335,7 +335,11 @@ func Optimize(p Problem) (Plan, error) {
 	// withinSLO returns the predicted fraction of requests within the SLO: LatencyCDF at the SLO
 	// for deterministic service, Attainment under the problem's noise otherwise.
 	withinSLOFrac := func(c *candidate) float64 {
-		if math.IsNaN(c.within) {
+		switch {
+		case !math.IsNaN(c.within):
+		case c.bt.lazy != nil && !(sloTabs.cv > 0) && !p.eager:
+			c.within = c.bt.lazyLatencyCDF(svc[c.i][:c.bt.b], sloTabs.t) // = attainment's LatencyCDF
+		default:
 			c.bt.fill()
 			c.within = sloTabs.attainment(c.bt, c.i, svc[c.i])
 		}

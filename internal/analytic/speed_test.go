@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -113,6 +114,49 @@ func TestAttainmentBoundBounds(t *testing.T) {
 	}
 	if below == 0 {
 		t.Error("the bound ruled out no configuration at p95")
+	}
+}
+
+// TestLazyLatencyCDFMatchesFill: the latency CDF read off the two grid points per batch size
+// it needs, before the wait distribution is computed, is bit for bit LatencyCDF of the filled
+// law — thresholds below every service time, between grid points, on them and past the timeout
+// — and the fill that adopts those columns is a fill from scratch.
+func TestLazyLatencyCDFMatchesFill(t *testing.T) {
+	maps := map[string]*MAP{"poisson": mustMAP(t)(Poisson(40)), "mmpp": mustMAP(t)(MMPP2(10, 60, 0.2, 0.3))}
+	checked := 0
+	for name, a := range maps {
+		for _, b := range []int{2, 7, 20} {
+			md, err := NewModel(a, b, 0.005, 0.3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := polyService(TFResnetV2, b, 2048)
+			for _, j := range []int{1, 3, 17, 60} {
+				lazy, err := md.law(float64(j)*md.h, StartExact)
+				if err != nil {
+					t.Fatal(err)
+				}
+				full, err := md.At(float64(j)*md.h, StartExact)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, th := range []float64{0, svc[0] - 1e-13, svc[0], svc[0] + md.h/3, svc[b/2] + float64(j/2)*md.h, svc[b-1] + full.timeout, 10} {
+					if got, want := lazy.lazyLatencyCDF(svc, th), full.LatencyCDF(svc, th); math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("%s B=%d j=%d t=%g: lazy %.17g, filled %.17g", name, b, j, th, got, want)
+					}
+					checked++
+				}
+				lazy.fill()
+				for k := range full.cdf {
+					if !slices.Equal(lazy.cdf[k], full.cdf[k]) {
+						t.Fatalf("%s B=%d j=%d: cdf[%d] after lazy reads %v, from scratch %v", name, b, j, k, lazy.cdf[k], full.cdf[k])
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing checked")
 	}
 }
 
