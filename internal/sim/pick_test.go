@@ -129,3 +129,39 @@ func TestLiveListMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestPickTopFollowsReadiness: the most slots of a ready type, which ends pick's scan at an idle
+// instance that has them, follows instances becoming ready and leaving: a one-slot instance idle
+// before an idle four-slot one must not end the scan once the four-slot type is ready, and must
+// again once it is gone.
+func TestPickTopFollowsReadiness(t *testing.T) {
+	cat := cost.DefaultCatalog()
+	e := &engine{cat: &cat, picker: dispatch.PickFunc(dispatch.LeastOutstanding), typeIdx: map[string]int{}, instIdx: map[string]int{},
+		vmInert: true, vmMax: 1, leastOut: true}
+	for k, slots := range []int{1, 4} {
+		ty := &vmType{account: account{name: "t" + strconv.Itoa(k)}, weight: 1}
+		ty.backend.Slots = slots
+		e.types = append(e.types, ty)
+		e.typeIdx[ty.name] = k
+	}
+	small, err := e.launch(provider.Spec{Type: "t0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := e.launch(provider.Spec{Type: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.becomeReady(small)
+	if got := e.pick(); got != small {
+		t.Fatalf("only the one-slot instance ready: pick %d, want %d", got, small)
+	}
+	e.becomeReady(big)
+	if got := e.pick(); got != big {
+		t.Fatalf("both idle: pick %d, want the four-slot instance %d", got, big)
+	}
+	e.spotNotice(big)
+	if got := e.pick(); got != small {
+		t.Fatalf("the four-slot instance gone: pick %d, want %d", got, small)
+	}
+}
