@@ -66,16 +66,15 @@ func (bt *Batching) waitCDF(k int, w float64) float64 {
 	}
 }
 
-// Where a wait falls on a law's grid (waitPoint).
+// Where a wait falls on a law's grid (waitPoint); otherwise between grid points i and i+1, fr
+// of the way, where the wait distribution is read by linear interpolation.
 const (
-	waitNone    = iota // below 0: no request waits less
-	waitAll            // at or beyond T: every request of its batch size
-	waitBetween        // between grid points i and i+1, fr of the way
+	waitNone = iota + 1 // below 0: no request waits less
+	waitAll             // at or beyond T: every request of its batch size
 )
 
 // waitPoint locates w on the law's grid for waitCDF: within atomTolerance below 0 it is 0 (the
-// last request of a full batch waits exactly 0), and between grid points the wait distribution
-// is read by linear interpolation.
+// last request of a full batch waits exactly 0).
 func (bt *Batching) waitPoint(w float64) (at, i int, fr float64) {
 	switch {
 	case w < -atomTolerance:
@@ -90,7 +89,7 @@ func (bt *Batching) waitPoint(w float64) (at, i int, fr float64) {
 	if i >= bt.j {
 		i = bt.j - 1
 	}
-	return waitBetween, i, x - float64(i)
+	return 0, i, x - float64(i)
 }
 
 // WaitCDF returns P(W ≤ w), the probability that a random request waits at most w seconds in
@@ -143,8 +142,7 @@ func (bt *Batching) lazyLatencyCDF(service []float64, t float64) float64 {
 	s := 0.0
 	for k := 0; k < bt.b; k++ {
 		switch at, i, fr := bt.waitPoint(t - service[k]); at {
-		case waitNone:
-			s += 0
+		case waitNone: // adds 0, as waitCDF's would
 		case waitAll:
 			s += bt.total[k]
 		default:
