@@ -15,7 +15,11 @@ import (
 // cache key; on the scoreboard a fifth of the tuned rows were. The options every Decode of a
 // policy's constructor filled in, dumped with their types and in order, name the policy as it
 // runs: runs whose dumps, world and part agree are the same simulation, and the second is
-// answered from the first (World.run).
+// answered from the first (World.run). Where the built policy itself dumps (no func in it:
+// knative, mlproxy, fixed, target tracking), the dump of the policy as built names the run
+// instead, without the load it was told: what it made of the load is in it, so runs told
+// other loads or knob values that build the same policy are one simulation too
+// (TestRunNamedByBuiltPolicy).
 
 // dumper writes a deterministic dump of decoded options: every field, exported or not, maps by
 // sorted keys, pointers followed. ok turns false on what it cannot name by value (a func, a

@@ -95,6 +95,53 @@ func TestRunNamedByDecodedOptions(t *testing.T) {
 	}
 }
 
+// TestRunNamedByBuiltPolicy: runs are named by the policy as built, so knative told another
+// load (it never reads it) is one simulation, and so is fixed told a load that rounds to the same
+// count; a load that builds another fleet simulates, and every shared answer is the summary the
+// run would have given alone.
+func TestRunNamedByBuiltPolicy(t *testing.T) {
+	w, tuning, _, parts := excerptWorld(t, DefaultScoreSettings()[1], 4*time.Minute)
+	load := sim.Load(tuning)
+	run := func(w World, policy string, l sim.LoadStats) slo.Summary {
+		t.Helper()
+		s, err := w.RunPolicy(context.Background(), policy, nil, tuning, parts[0], l, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	fresh := func() (World, *atomic.Int64) {
+		w := w
+		w.Cache = tune.NewCache("", "")
+		n := new(atomic.Int64)
+		w.sims = n
+		return w, n
+	}
+	for _, c := range []struct {
+		policy string
+		other  sim.LoadStats
+		sims   int64
+	}{
+		{"knative", sim.LoadStats{MeanRPS: 3 * load.MeanRPS, PeakRPS: 3 * load.PeakRPS}, 1},
+		{"fixed", sim.LoadStats{MeanRPS: load.MeanRPS / 2, PeakRPS: load.PeakRPS * (1 + 1e-9)}, 1},
+		{"fixed", sim.LoadStats{MeanRPS: load.MeanRPS, PeakRPS: 3 * load.PeakRPS}, 2},
+	} {
+		w1, n := fresh()
+		first := run(w1, c.policy, load)
+		second := run(w1, c.policy, c.other)
+		if got := n.Load(); got != c.sims {
+			t.Errorf("%s told %+v after %+v: %d simulations, want %d", c.policy, c.other, load, got, c.sims)
+		}
+		w2, _ := fresh()
+		if alone := run(w2, c.policy, c.other); !reflect.DeepEqual(second, alone) {
+			t.Errorf("%s told %+v: the shared answer %+v is not the run's own %+v", c.policy, c.other, second, alone)
+		}
+		if c.sims == 2 && reflect.DeepEqual(first, second) {
+			t.Errorf("%s: another fleet gave the same summary: the case tests nothing", c.policy)
+		}
+	}
+}
+
 // TestDumpOptions: the dump names values, not pointers; tells nil from empty, −0 from 0 and
 // map entries in any order; and refuses what it cannot name by value.
 func TestDumpOptions(t *testing.T) {

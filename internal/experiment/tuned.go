@@ -3,6 +3,8 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -267,7 +269,17 @@ func (w World) setup(r runReq, twins ...sim.Twin) (sim.Policy, sim.Config, strin
 	cfg.MissBudget, cfg.CostBudget = r.budget, overCap(r.costCap)
 	cfg.Twins = twins
 	key := ""
-	if named {
+	if built, ok := dumpOptions(&p); ok {
+		// The policy as built names the run: the options it kept and whatever it made of the
+		// load (a count, an initial plan), so runs told other loads or other knob values that
+		// build the same policy are one simulation (knative and mlproxy never read the load;
+		// fixed's headroom and load often round to the same count).
+		e := r
+		e.load = sim.LoadStats{}
+		sum := sha256.Sum256([]byte(built))
+		e.o = tune.Options{"built": hex.EncodeToString(sum[:])}
+		key = "built|" + w.key(e)
+	} else if named {
 		e := r
 		// The load exactly (the key's %.6g is coarser, and another policy reads it).
 		e.o = tune.Options{"decoded": strings.Join(dumps, "|"), "load": strconv.FormatFloat(r.load.MeanRPS, 'g', -1, 64) + "/" +
