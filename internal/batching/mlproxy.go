@@ -56,16 +56,26 @@ type MLProxy struct {
 	fresh    bool            // est was computed from at least one sample
 	dirty    bool            // a sample arrived since est was computed
 	newSize  bool            // a batch size got its first sample since est was computed
-	builtAt  time.Time
+	builtAt  int64           // when est was computed (an offset from base)
 	e2e      *slo.Window
 
-	nextAdjust     time.Time
+	// Instants are kept as nanosecond offsets from base (OffsetPolicy), the first time the
+	// policy was given or the base its runtime set; the time API converts with timex.Sub, which
+	// keeps the monotonic reading's differences of a live runtime's clock.
+	base    time.Time
+	baseSet bool
+
+	nextAdjust     int64 // the next AIMD step, once adjustSet
+	adjustSet      bool
 	batches        int // completed batches in the current AIMD interval
 	timeoutBatches int // of which dispatched smaller than Max_BS
 	lastAdjust     string
 }
 
-var _ Policy = (*MLProxy)(nil)
+var (
+	_ Policy       = (*MLProxy)(nil)
+	_ OffsetPolicy = (*MLProxy)(nil)
+)
 
 // Floors of the original SmartProxy's dispatch timer (mlproxy-constants.json, smart_proxy.timer):
 // TO = max(maxBufferTimeoutMs − max(RT95, 50 ms), 50 ms) − FRT.
@@ -113,63 +123,126 @@ func NewMLProxy(cfg Config) (*MLProxy, error) {
 
 // Decide applies Alg. 1 (and, when an Interval has passed, Alg. 2 first).
 func (p *MLProxy) Decide(q Queue, now time.Time) Decision {
+	nowOff := p.off(now)
+	var oldest, earliest int64
+	if q.Len > 0 {
+		oldest = p.off(q.Oldest)
+		earliest = oldest + int64(p.slo)
+		if !q.EarliestDeadline.IsZero() {
+			earliest = p.off(q.EarliestDeadline)
+		}
+	}
+	dispatch, next, reason := p.decide(q.Len, oldest, earliest, nowOff)
+	d := Decision{Dispatch: dispatch, Reason: reason}
+	if next >= 0 {
+		d.Next = now.Add(time.Duration(next - nowOff))
+	}
+	return d
+}
+
+// SetBase implements OffsetPolicy: offsets count from base (before the first call only).
+func (p *MLProxy) SetBase(base time.Time) {
+	if !p.baseSet {
+		p.base, p.baseSet = base, true
+	}
+}
+
+// off is t as an offset from the base (the first time given, unless SetBase came first).
+func (p *MLProxy) off(t time.Time) int64 {
+	if !p.baseSet {
+		p.SetBase(t)
+	}
+	return int64(timex.Sub(t, p.base))
+}
+
+// DecideOffsets implements OffsetPolicy: Decide on offsets from the base, earliest being the
+// queue's earliest deadline (oldest + SLO when the requests carry none); next is -1 for none.
+func (p *MLProxy) DecideOffsets(n int, oldest, earliest, now int64) (dispatch int, next int64) {
+	dispatch, next, _ = p.decide(n, oldest, earliest, now)
+	return dispatch, next
+}
+
+// decide is Alg. 1 on offsets: the dispatch, when to ask again (-1: only on the next event) and
+// the reason.
+func (p *MLProxy) decide(n int, oldest, earliest, now int64) (int, int64, string) {
 	p.tick(now)
-	if q.Len <= 0 {
-		return Decision{Reason: ReasonEmpty}
+	if n <= 0 {
+		return 0, -1, ReasonEmpty
 	}
-	if q.Len >= p.maxBS {
-		d := Decision{Dispatch: p.maxBS, Reason: ReasonFull}
-		if q.Len > p.maxBS {
-			d.Next = now
+	if n >= p.maxBS {
+		if n > p.maxBS {
+			return p.maxBS, now, ReasonFull
 		}
-		return d
+		return p.maxBS, -1, ReasonFull
 	}
-	deadline := q.Oldest.Add(p.slo)
-	if !q.EarliestDeadline.IsZero() && q.EarliestDeadline.Before(deadline) {
-		deadline = q.EarliestDeadline
-	}
+	deadline := min(oldest+int64(p.slo), earliest)
 	// SLO_T is the AIMD's SLO target, LatencyGuard × SLO, measured back from the deadline.
-	target := deadline.Add(-p.margin)
-	rt95 := max(p.P95(now, q.Len+1), MLProxyMinP95)
-	due := target.Add(-rt95) // Oldest + DTO; TO = due − now
-	if floor := q.Oldest.Add(MLProxyMinTimeout); due.Before(floor) {
+	target := deadline - int64(p.margin)
+	rt95 := int64(max(p.p95(now, n+1), MLProxyMinP95))
+	due := target - rt95 // Oldest + DTO; TO = due − now
+	if floor := oldest + int64(MLProxyMinTimeout); due < floor {
 		// The original's 50 ms floor on DTO, unless that would already miss the deadline.
-		due = floor
-		if last := deadline.Add(-rt95); last.Before(due) {
-			due = last
-		}
+		due = min(floor, deadline-rt95)
 	}
-	if !now.Before(due) {
-		return Decision{Dispatch: q.Len, Reason: ReasonTimeout}
+	if now >= due {
+		return n, -1, ReasonTimeout
 	}
-	return Decision{Next: due, Reason: ReasonWait}
+	return 0, due, ReasonWait
 }
 
 // Observe feeds the monitor with one completed batch: its upstream latency (Completed −
 // Dispatched, unless it failed) under its size, and each request's end-to-end latency.
 func (p *MLProxy) Observe(o Outcome, now time.Time) {
-	p.tick(now)
+	nowOff := p.off(now)
+	completed := p.off(o.Completed)
+	p.tick(nowOff)
 	if o.Size <= 0 {
 		return
 	}
-	p.batches++
-	if o.Size < p.maxBS {
-		p.timeoutBatches++
-	}
+	p.count(o.Size)
 	if !o.Failed {
-		s := min(o.Size, len(p.upstream)-1)
-		w := p.upstream[s]
-		if w == nil {
-			w = slo.NewWindow(p.cfg.WindowSamples, p.cfg.WindowAge)
-			p.upstream[s] = w
-			p.newSize = true
-		}
-		w.Add(now, timex.Sub(o.Completed, o.Dispatched))
+		p.upstreamAt(o.Size).AddAt(nowOff, timex.Sub(o.Completed, o.Dispatched))
 		p.dirty = true
 	}
 	for _, a := range o.Arrivals {
-		p.e2e.Add(now, timex.Sub(o.Completed, a))
+		p.e2e.AddAt(nowOff, time.Duration(completed-p.off(a)))
 	}
+}
+
+// ObserveOffsets implements OffsetPolicy: Observe on offsets from the base.
+func (p *MLProxy) ObserveOffsets(size int, dispatched, completed int64, arrivals []int64, failed bool, now int64) {
+	p.tick(now)
+	if size <= 0 {
+		return
+	}
+	p.count(size)
+	if !failed {
+		p.upstreamAt(size).AddAt(now, time.Duration(completed-dispatched))
+		p.dirty = true
+	}
+	for _, a := range arrivals {
+		p.e2e.AddAt(now, time.Duration(completed-a))
+	}
+}
+
+// count counts a completed batch of size for the AIMD interval.
+func (p *MLProxy) count(size int) {
+	p.batches++
+	if size < p.maxBS {
+		p.timeoutBatches++
+	}
+}
+
+// upstreamAt is the window of batch size s's upstream latencies (created at its first sample).
+func (p *MLProxy) upstreamAt(s int) *slo.Window {
+	s = min(s, len(p.upstream)-1)
+	w := p.upstream[s]
+	if w == nil {
+		w = slo.NewWindow(p.cfg.WindowSamples, p.cfg.WindowAge)
+		p.upstream[s] = w
+		p.newSize = true
+	}
+	return w
 }
 
 // MaxBatch returns the current Max_BS.
@@ -180,9 +253,12 @@ func (p *MLProxy) LastAdjustment() string { return p.lastAdjust }
 
 // P95 returns the estimated 95th-percentile upstream latency of a batch of size n at now
 // (RT95_n in Eq. 1), recomputing the estimates when they are due.
-func (p *MLProxy) P95(now time.Time, n int) time.Duration {
-	if p.dirty && (p.newSize || !p.fresh || timex.Sub(now, p.builtAt) >= p.cfg.RefreshInterval) ||
-		p.fresh && p.cfg.RefreshInterval > 0 && timex.Sub(now, p.builtAt) >= p.cfg.RefreshInterval {
+func (p *MLProxy) P95(now time.Time, n int) time.Duration { return p.p95(p.off(now), n) }
+
+// p95 is P95 at the offset now.
+func (p *MLProxy) p95(now int64, n int) time.Duration {
+	if p.dirty && (p.newSize || !p.fresh || now-p.builtAt >= int64(p.cfg.RefreshInterval)) ||
+		p.fresh && p.cfg.RefreshInterval > 0 && now-p.builtAt >= int64(p.cfg.RefreshInterval) {
 		p.rebuild(now)
 	}
 	n = max(1, min(n, len(p.est)-1))
@@ -190,14 +266,14 @@ func (p *MLProxy) P95(now time.Time, n int) time.Duration {
 }
 
 // rebuild recomputes every size's p95 from the windows and fills the sizes without data.
-func (p *MLProxy) rebuild(now time.Time) {
+func (p *MLProxy) rebuild(now int64) {
 	p.dirty, p.newSize, p.builtAt = false, false, now
 	const missing = time.Duration(-1)
 	seen := 0
 	for s := 1; s < len(p.est); s++ {
 		p.est[s] = missing
 		if w := p.upstream[s]; w != nil {
-			if v, ok := w.Quantile(now, 0.95); ok {
+			if v, ok := w.QuantileAt(now, 0.95); ok {
 				p.est[s] = v
 				seen++
 			}
@@ -240,17 +316,17 @@ func (p *MLProxy) rebuild(now time.Time) {
 	p.est[0] = p.est[1]
 }
 
-// tick runs Alg. 2 once for every Interval boundary that now has passed.
-func (p *MLProxy) tick(now time.Time) {
-	if p.nextAdjust.IsZero() {
-		p.nextAdjust = now.Add(p.cfg.Interval)
+// tick runs Alg. 2 once for every Interval boundary that the offset now has passed.
+func (p *MLProxy) tick(now int64) {
+	if !p.adjustSet {
+		p.nextAdjust, p.adjustSet = now+int64(p.cfg.Interval), true
 		return
 	}
-	if now.Before(p.nextAdjust) {
+	if now < p.nextAdjust {
 		return
 	}
-	for !now.Before(p.nextAdjust) {
-		p.nextAdjust = p.nextAdjust.Add(p.cfg.Interval)
+	for now >= p.nextAdjust {
+		p.nextAdjust += int64(p.cfg.Interval)
 	}
 	if p.batches == 0 {
 		p.lastAdjust = AdjustNone
@@ -259,7 +335,7 @@ func (p *MLProxy) tick(now time.Time) {
 	ratio := float64(p.timeoutBatches) / float64(p.batches)
 	p.batches, p.timeoutBatches = 0, 0
 	guard := time.Duration(p.cfg.LatencyGuard * float64(p.slo))
-	switch rt, ok := p.e2e.Quantile(now, 0.95); {
+	switch rt, ok := p.e2e.QuantileAt(now, 0.95); {
 	case ok && rt > guard:
 		p.lastAdjust = AdjustDecreaseLatency
 	case ratio > p.cfg.TimeoutRatioThreshold:
@@ -271,3 +347,4 @@ func (p *MLProxy) tick(now time.Time) {
 	}
 	p.maxBS = max(int(float64(p.maxBS)*p.cfg.DecMult), p.cfg.MinBatch)
 }
+

@@ -52,3 +52,21 @@ type Policy interface {
 	// MaxBatch is the largest batch the policy would dispatch now.
 	MaxBatch() int
 }
+
+// OffsetPolicy is a Policy that also decides on nanosecond offsets from a base time, for a
+// runtime that keeps its clock as offsets (the simulator's event loop, where converting every
+// instant to a time.Time and back was a tenth of the scoreboard's CPU, issue #17). SetBase,
+// called before any other method, fixes the base; DecideOffsets and ObserveOffsets are then
+// exactly Decide and Observe on the times base + offset.
+type OffsetPolicy interface {
+	Policy
+	// SetBase sets the time offsets count from.
+	SetBase(base time.Time)
+	// DecideOffsets is Decide for a queue of n requests whose oldest arrived at oldest and whose
+	// earliest deadline is earliest (oldest + SLO when the requests carry none), at now. It
+	// returns Decision.Dispatch and Decision.Next, -1 for none.
+	DecideOffsets(n int, oldest, earliest, now int64) (dispatch int, next int64)
+	// ObserveOffsets is Observe of a batch of size requests, dispatched and completed at those
+	// offsets, whose requests arrived at arrivals (borrowed for the call).
+	ObserveOffsets(size int, dispatched, completed int64, arrivals []int64, failed bool, now int64)
+}

@@ -170,12 +170,14 @@ type engine struct {
 	area       float64
 	vmArea     float64
 	upArea     float64
-	mb         int             // VM batching policy's MaxBatch after its last decision
-	vmInert    bool            // vmBatch is inert (inert): its constant MaxBatch is vmMax
-	slInert    bool            // slBatch is inert
-	vmMax      int             // vmBatch.MaxBatch() when vmInert
-	vmFixed    *batching.Fixed // vmBatch when it is Fixed
-	slFixed    *batching.Fixed // slBatch when it is Fixed
+	mb         int                   // VM batching policy's MaxBatch after its last decision
+	vmInert    bool                  // vmBatch is inert (inert): its constant MaxBatch is vmMax
+	slInert    bool                  // slBatch is inert
+	vmMax      int                   // vmBatch.MaxBatch() when vmInert
+	vmFixed    *batching.Fixed       // vmBatch when it is Fixed
+	slFixed    *batching.Fixed       // slBatch when it is Fixed
+	vmOff      batching.OffsetPolicy // vmBatch when it decides on offsets (its base set to the epoch)
+	slOff      batching.OffsetPolicy // slBatch when it does
 	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
@@ -256,6 +258,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	e.mb = max(e.vmBatch.MaxBatch(), 1)
 	e.vmInert, e.vmMax = inert(e.vmBatch), e.vmBatch.MaxBatch()
 	e.vmFixed, _ = e.vmBatch.(*batching.Fixed)
+	e.vmOff = e.offsetPolicy(e.vmBatch)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -274,6 +277,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 		}
 		e.slInert = inert(e.slBatch)
 		e.slFixed, _ = e.slBatch.(*batching.Fixed)
+		e.slOff = e.offsetPolicy(e.slBatch)
 		e.keepAlive = int64(cat.Serverless.KeepAlive)
 		if s.KeepAlive > 0 {
 			e.keepAlive = int64(s.KeepAlive)
@@ -590,6 +594,17 @@ type viewCache struct {
 	batchTime     time.Duration
 }
 
+// offsetPolicy returns p as an OffsetPolicy counting from the run's epoch, or nil when it is
+// none.
+func (e *engine) offsetPolicy(p batching.Policy) batching.OffsetPolicy {
+	op, ok := p.(batching.OffsetPolicy)
+	if !ok {
+		return nil
+	}
+	op.SetBase(e.ep.t)
+	return op
+}
+
 // inert reports whether p is one of batching's stateless policies (None, Fixed): its Decide is
 // a pure function of its arguments that answers an empty queue with an empty Decision, its
 // Observe does nothing and its MaxBatch never changes. The engine skips those calls for them —
@@ -777,7 +792,7 @@ func (e *engine) pumpVM() {
 			e.blocked = false
 			return
 		}
-		disp, nx := e.decide(e.vmBatch, e.vmFixed, e.vmInert, &e.vq, e.freeSlots)
+		disp, nx := e.decide(e.vmBatch, e.vmFixed, e.vmOff, e.vmInert, &e.vq, e.freeSlots)
 		if !e.vmInert {
 			e.mb = max(e.vmBatch.MaxBatch(), 1)
 		}
@@ -802,9 +817,9 @@ func (e *engine) pumpVM() {
 
 // decide asks a tier's batching policy p about its queue rq with free slots: how many to
 // dispatch, and the offset to ask again at (-1: none). An inert policy (fixed: p when it is
-// Fixed) decides on the offsets themselves (DecideOffsets, exactly its Decide), any other on the
-// times.
-func (e *engine) decide(p batching.Policy, fixed *batching.Fixed, inert bool, rq *des.Ring, free int) (dispatch int, next int64) {
+// Fixed) and an OffsetPolicy (op: p when it is one) decide on the offsets themselves
+// (DecideOffsets, exactly their Decide), any other on the times.
+func (e *engine) decide(p batching.Policy, fixed *batching.Fixed, op batching.OffsetPolicy, inert bool, rq *des.Ring, free int) (dispatch int, next int64) {
 	n := rq.N
 	switch {
 	case fixed != nil:
@@ -815,6 +830,12 @@ func (e *engine) decide(p batching.Policy, fixed *batching.Fixed, inert bool, rq
 		return fixed.DecideOffsets(n, front, front+e.sloNS, e.now)
 	case inert:
 		return batching.None{}.DecideOffsets(n, e.now)
+	case op != nil:
+		var front int64
+		if n > 0 {
+			front = rq.Front()
+		}
+		return op.DecideOffsets(n, front, front+e.sloNS, e.now)
 	}
 	q := batching.Queue{Len: n, Free: free}
 	if n > 0 {
@@ -1034,7 +1055,7 @@ func (e *engine) vmDone(b int32) {
 	e.admit(br, failed)
 	e.complete(br.arr, slo.TierVM, failed)
 	if !e.vmInert { // an inert policy's Observe does nothing
-		e.observe(e.vmBatch, br, failed)
+		e.observe(e.vmBatch, e.vmOff, br, failed)
 	}
 	e.releaseBatch(b)
 	if in.state == provider.StateDraining && in.busy == 0 {
@@ -1084,7 +1105,11 @@ func (e *engine) complete(arr []int64, tier slo.Tier, failed bool) {
 	}
 }
 
-func (e *engine) observe(p batching.Policy, br *batchRec, failed bool) {
+func (e *engine) observe(p batching.Policy, op batching.OffsetPolicy, br *batchRec, failed bool) {
+	if op != nil {
+		op.ObserveOffsets(len(br.arr), br.start, e.now, br.arr, failed, e.now)
+		return
+	}
 	e.tbuf = e.tbuf[:0]
 	for _, a := range br.arr {
 		e.tbuf = append(e.tbuf, e.t(a))
@@ -1120,7 +1145,7 @@ func (e *engine) pumpSL() {
 		if n == 0 && e.slInert {
 			return
 		}
-		disp, nx := e.decide(e.slBatch, e.slFixed, e.slInert, &e.sq, free)
+		disp, nx := e.decide(e.slBatch, e.slFixed, e.slOff, e.slInert, &e.sq, free)
 		if nx >= 0 && nx > e.now && (e.slWake < e.now || nx < e.slWake) {
 			e.slWake = nx
 			if e.slWakes.add(nx) {
@@ -1165,7 +1190,7 @@ func (e *engine) slDone(b int32) {
 	e.fnIdle.Push(e.now)
 	e.complete(br.arr, slo.TierServerless, false)
 	if !e.slInert {
-		e.observe(e.slBatch, br, false)
+		e.observe(e.slBatch, e.slOff, br, false)
 	}
 	e.releaseBatch(b)
 	e.pumpSL()

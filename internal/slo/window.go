@@ -42,12 +42,19 @@ func NewWindow(maxSamples int, maxAge time.Duration) *Window {
 // Add records latency v observed at now, evicting the oldest sample when full.
 func (w *Window) Add(now time.Time, v time.Duration) {
 	if !w.started {
-		w.epoch, w.started = now, true
+		w.epoch = now
 	}
-	t := int64(timex.Sub(now, w.epoch))
+	w.AddAt(int64(timex.Sub(now, w.epoch)), v)
+}
+
+// AddAt is Add at the instant at, in nanoseconds on the caller's own clock (any origin, the same
+// for every call): a caller that keeps its clock as offsets (the simulator's MLProxy, issue #17)
+// skips converting times. A window is used through the At methods or the time ones, not both.
+func (w *Window) AddAt(at int64, v time.Duration) {
+	w.started = true
 	c := len(w.at)
 	if w.n == c {
-		w.at[w.head], w.val[w.head] = t, int64(v)
+		w.at[w.head], w.val[w.head] = at, int64(v)
 		w.head++
 		if w.head == c {
 			w.head = 0
@@ -58,19 +65,24 @@ func (w *Window) Add(now time.Time, v time.Duration) {
 	if i >= c {
 		i -= c
 	}
-	w.at[i], w.val[i] = t, int64(v)
+	w.at[i], w.val[i] = at, int64(v)
 	w.n++
 }
 
 // expire drops samples older than now − MaxAge.
 func (w *Window) expire(now time.Time) {
+	if w.maxAge == math.MaxInt64 || !w.started {
+		return
+	}
+	w.expireAt(int64(timex.Sub(now, w.epoch)))
+}
+
+// expireAt is expire at the instant now on the At methods' clock.
+func (w *Window) expireAt(now int64) {
 	if w.maxAge == math.MaxInt64 {
 		return
 	}
-	if !w.started {
-		return
-	}
-	cut := int64(timex.Sub(now, w.epoch)) - w.maxAge
+	cut := now - w.maxAge
 	c := len(w.at)
 	for w.n > 0 && w.at[w.head] < cut {
 		w.head++
@@ -126,6 +138,17 @@ func (w *Window) Mean(now time.Time) (mean time.Duration, ok bool) {
 // now; ok is false when it is empty. It costs O(len) and does not allocate.
 func (w *Window) Quantile(now time.Time, q float64) (v time.Duration, ok bool) {
 	w.expire(now)
+	return w.quantile(q)
+}
+
+// QuantileAt is Quantile at the instant now on the At methods' clock (AddAt).
+func (w *Window) QuantileAt(now int64, q float64) (v time.Duration, ok bool) {
+	w.expireAt(now)
+	return w.quantile(q)
+}
+
+// quantile is Quantile of the samples held.
+func (w *Window) quantile(q float64) (v time.Duration, ok bool) {
 	if w.n == 0 {
 		return 0, false
 	}
