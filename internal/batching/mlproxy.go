@@ -347,4 +347,3 @@ func (p *MLProxy) tick(now int64) {
 	}
 	p.maxBS = max(int(float64(p.maxBS)*p.cfg.DecMult), p.cfg.MinBatch)
 }
-
