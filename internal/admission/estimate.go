@@ -212,21 +212,40 @@ const (
 // MissControl is the margin fraction's controller; the zero value starts at MarginStart.
 type MissControl struct {
 	frac float64
-	at   time.Time // the last outcome
+	at   int64 // the last outcome, once atSet: nanoseconds from base
+	// Instants are kept as offsets from base: the first time Outcome was given, or the base
+	// SetBase set for a caller that keeps its clock as offsets (OutcomeAt, the simulator). The
+	// conversion (timex.Sub) keeps a live clock's monotonic differences.
+	base         time.Time
+	atSet, based bool
+}
+
+// SetBase sets the time OutcomeAt's offsets count from; it must come before any outcome.
+func (m *MissControl) SetBase(base time.Time) {
+	if !m.based {
+		m.base, m.based = base, true
+	}
 }
 
 // Outcome records at now whether an admitted request missed its deadline and returns the new
 // fraction.
 func (m *MissControl) Outcome(missed bool, now time.Time) float64 {
+	m.SetBase(now)
+	return m.OutcomeAt(missed, int64(timex.Sub(now, m.base)))
+}
+
+// OutcomeAt is Outcome at now, nanoseconds from the base (SetBase): a caller that keeps its
+// clock as offsets skips converting a time per request (issue #17).
+func (m *MissControl) OutcomeAt(missed bool, now int64) float64 {
 	if m.frac == 0 {
 		m.frac = MarginStart
 	}
 	// At the floor the relaxation leaves the fraction exactly where it is (0 × e^x = 0): the
 	// exponential is skipped (it was 7.6 % of a busy trace's run, pprof, issue #17).
-	if m.frac != MarginFloor && !m.at.IsZero() && now.After(m.at) {
-		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(timex.Sub(now, m.at))/float64(MarginRelax))
+	if m.frac != MarginFloor && m.atSet && now > m.at {
+		m.frac = MarginFloor + (m.frac-MarginFloor)*math.Exp(-float64(now-m.at)/float64(MarginRelax))
 	}
-	m.at = now
+	m.at, m.atSet = now, true
 	if missed {
 		m.frac += MissGain * (1 - MissTarget)
 	} else {
@@ -298,6 +317,12 @@ func (e *Estimator) Batches() int64 { return e.batches }
 // Outcome records an admitted request's outcome at now (missed its deadline or not) and returns
 // the new margin fraction.
 func (e *Estimator) Outcome(missed bool, now time.Time) float64 { return e.miss.Outcome(missed, now) }
+
+// SetBase sets the time OutcomeAt's offsets count from (MissControl.SetBase).
+func (e *Estimator) SetBase(base time.Time) { e.miss.SetBase(base) }
+
+// OutcomeAt is Outcome at now, nanoseconds from the base (MissControl.OutcomeAt).
+func (e *Estimator) OutcomeAt(missed bool, now int64) float64 { return e.miss.OutcomeAt(missed, now) }
 
 // Margin is the current margin fraction.
 func (e *Estimator) Margin() float64 { return e.miss.Frac() }

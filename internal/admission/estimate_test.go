@@ -295,3 +295,31 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestMissControlOffsetsMatchTimes: the controller fed offsets from a base (OutcomeAt, the
+// simulator's path) moves its fraction exactly as one fed the times base + offset, through
+// misses that push it to the cap, runs in time that take it to the floor, repeated instants and
+// long gaps that relax it; with a wall-clock base and a live clock's monotonic one.
+func TestMissControlOffsetsMatchTimes(t *testing.T) {
+	for _, base := range []time.Time{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Now()} {
+		rng := rand.New(rand.NewPCG(3, 9))
+		var byTime, byOff MissControl
+		byOff.SetBase(base)
+		var now int64
+		capped, floored := false, false
+		for step := range 200000 {
+			if rng.IntN(4) > 0 {
+				now += int64(rng.ExpFloat64() * float64(time.Duration(1+rng.IntN(3))*time.Second) / float64(1+rng.IntN(50)))
+			}
+			missed := rng.IntN(100) < []int{0, 2, 60}[step/5000%3]
+			a, b := byTime.Outcome(missed, base.Add(time.Duration(now))), byOff.OutcomeAt(missed, now)
+			if a != b {
+				t.Fatalf("step %d: fraction %v by times, %v by offsets", step, a, b)
+			}
+			capped, floored = capped || a == MarginCap, floored || a == MarginFloor
+		}
+		if !capped || !floored {
+			t.Errorf("the run never reached the cap (%v) or the floor (%v): the test exercises too little", capped, floored)
+		}
+	}
+}

@@ -259,6 +259,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	e.vmInert, e.vmMax = inert(e.vmBatch), e.vmBatch.MaxBatch()
 	e.vmFixed, _ = e.vmBatch.(*batching.Fixed)
 	e.vmOff = e.offsetPolicy(e.vmBatch)
+	e.adm.SetBase(e.ep.t) // its outcomes on offsets (OutcomeAt)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -784,7 +785,7 @@ func (e *engine) pumpVM() {
 		for e.vq.N > 0 && e.now-e.vq.Front() > e.timeout {
 			e.vq.Pop()
 			e.vqExp.Pop()
-			e.adm.Outcome(true, e.t(e.now))
+			e.adm.OutcomeAt(true, e.now)
 			e.fail()
 		}
 		n := e.vq.N
@@ -1068,7 +1069,6 @@ func (e *engine) vmDone(b int32) {
 // round trip to the cost fit, each request's outcome to the miss controller (a deadline miss, or
 // an overrun of its estimate beyond the margin).
 func (e *engine) admit(br *batchRec, failed bool) {
-	now := e.t(e.now)
 	if !failed {
 		e.adm.Observe(int64(len(br.arr)), time.Duration(e.now-br.start))
 	}
@@ -1077,7 +1077,7 @@ func (e *engine) admit(br *batchRec, failed bool) {
 	for k, a := range br.arr {
 		missed := failed || e.now-a > e.sloNS ||
 			(br.exp[k] != 0 && e.adm.OverrunBeyondMargin(time.Duration(e.now-br.exp[k]), e.cfg.SLO.Threshold))
-		e.adm.Outcome(missed, now)
+		e.adm.OutcomeAt(missed, e.now)
 	}
 }
 
