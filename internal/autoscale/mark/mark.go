@@ -352,20 +352,11 @@ const (
 	ReasonPlanError = "mark: plan failed, fleet unchanged"
 )
 
-// Scale implements autoscale.Scaler: it feeds the arrival and SLO monitors with the samples not
-// seen yet, resumes standbys for newly interrupted spot instances (§4.5), lets the SLO monitor
-// launch (§4.4), and every P_u runs Alg. 1 over the forecast with the running fleet as
-// zero-overhead candidates; surplus instances are terminated after the planner's cool-down.
-//
-// The SLO monitor's launches add capacity the forecast did not ask for, so they are not the
-// plan's: they serve outside it until the SLO recovers — all of them ready, then a full window
-// of M requests at SL_min or better — and the plan alone covers the load they served (its
-// capacity reaches the last unit's peak); only then do they join the running fleet the plan
-// sees. Released on recovery alone, a forecast that stays wrong made a 12-minute sawtooth:
-// released, terminated after the cool-down, missed, launched again.
-// Counted as running they were surplus at once (Schedule keeps ready instances first) and were
-// terminated after the cool-down while still launching (issue #18 item 1), so §4.4 had no
-// effect exactly when the forecast was wrong.
+// runningOf is fleet member f as the planner sees it.
+func runningOf(f autoscale.Member) planner.Running {
+	return planner.Running{ID: f.ID, Type: f.Type, Ready: f.State == provider.StateReady, Launched: f.Launched}
+}
+
 // firstUnseen returns the index of the first sample of h (oldest first, as Snapshot.History
 // is) that starts after the last one observed, scanning back from the newest: every earlier
 // sample was observed by an earlier call, so Scale's cost per call does not grow with the
@@ -381,6 +372,20 @@ func (m *Scaler) firstUnseen(h []autoscale.Sample) int {
 	return i
 }
 
+// Scale implements autoscale.Scaler: it feeds the arrival and SLO monitors with the samples not
+// seen yet, resumes standbys for newly interrupted spot instances (§4.5), lets the SLO monitor
+// launch (§4.4), and every P_u runs Alg. 1 over the forecast with the running fleet as
+// zero-overhead candidates; surplus instances are terminated after the planner's cool-down.
+//
+// The SLO monitor's launches add capacity the forecast did not ask for, so they are not the
+// plan's: they serve outside it until the SLO recovers — all of them ready, then a full window
+// of M requests at SL_min or better — and the plan alone covers the load they served (its
+// capacity reaches the last unit's peak); only then do they join the running fleet the plan
+// sees. Released on recovery alone, a forecast that stays wrong made a 12-minute sawtooth:
+// released, terminated after the cool-down, missed, launched again.
+// Counted as running they were surplus at once (Schedule keeps ready instances first) and were
+// terminated after the cool-down while still launching (issue #18 item 1), so §4.4 had no
+// effect exactly when the forecast was wrong.
 func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	for _, x := range s.History[m.firstUnseen(s.History):] {
 		if !x.Start.After(m.lastSeen) && !m.lastSeen.IsZero() {
@@ -398,28 +403,24 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	m.mon.Observe(0, now)
 
 	reactive := m.trackReactive(s.Fleet, now)
-	var running []planner.Running
 	var interrupted []planner.Running
-	inFleet := make(map[string]bool, len(s.Fleet))
 	for _, f := range s.Fleet {
-		inFleet[f.ID] = true
-		r := planner.Running{ID: f.ID, Type: f.Type, Ready: f.State == provider.StateReady, Launched: f.Launched}
-		switch f.State {
-		case provider.StateLaunching, provider.StateReady:
-			if !reactive[f.ID] {
-				running = append(running, r)
-			}
-		case provider.StateInterrupted:
-			if !m.seen[f.ID] {
-				m.seen[f.ID] = true
-				interrupted = append(interrupted, r)
-			}
+		if f.State == provider.StateInterrupted && !m.seen[f.ID] {
+			m.seen[f.ID] = true
+			interrupted = append(interrupted, runningOf(f))
 		}
 	}
-
-	for id := range m.seen {
-		if !inFleet[id] {
-			delete(m.seen, id)
+	// The fleet's ids and the planner's running list only when they are read (the interrupted
+	// seen so far; a plan): building both at every sample was a quarter of this Scale (issue #17).
+	if len(m.seen) > 0 {
+		inFleet := make(map[string]bool, len(s.Fleet))
+		for _, f := range s.Fleet {
+			inFleet[f.ID] = true
+		}
+		for id := range m.seen {
+			if !inFleet[id] {
+				delete(m.seen, id)
+			}
 		}
 	}
 
@@ -468,6 +469,12 @@ func (m *Scaler) Scale(s autoscale.Snapshot, now time.Time) autoscale.Decision {
 	if replan || !now.Before(m.nextPlan) {
 		m.nextPlan = now.Add(m.unit)
 		rates := m.Forecast()
+		var running []planner.Running
+		for _, f := range s.Fleet {
+			if (f.State == provider.StateLaunching || f.State == provider.StateReady) && !reactive[f.ID] {
+				running = append(running, runningOf(f))
+			}
+		}
 		for i, sp := range d.Launch[:pending] {
 			running = append(running, planner.Running{ID: fmt.Sprintf("pending-%d", i), Type: sp.Type, Launched: now})
 		}
