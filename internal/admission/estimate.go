@@ -127,12 +127,22 @@ func AdmitOffsets(f Facts, deadline, now int64) (admit bool, done int64) {
 	if v, ok := Immediate(f.Queued, f.Busy, f.Slots); ok {
 		return v.Admit, 0
 	}
+	admit, _, done = EstimateOffsets(f, deadline, now)
+	return admit, done
+}
+
+// EstimateOffsets is Admit on offsets where Immediate does not answer (ImmediateReason's ok
+// false): its Admit, its Reason and its Done as an offset (0 when Done is zero).
+func EstimateOffsets(f Facts, deadline, now int64) (admit bool, reason string, done int64) {
 	wait, margin, v, final := estimate(f)
 	if final {
-		return v.Admit, 0
+		return v.Admit, v.Reason, 0
 	}
 	done = now + int64(wait)
-	return int64(margin) <= deadline-done, done // done + margin ≤ deadline, without overflow
+	if int64(margin) <= deadline-done { // done + margin ≤ deadline, without overflow
+		return true, ReasonReachable, done
+	}
+	return false, ReasonUnreachable, done
 }
 
 // estimate is Admit past Immediate: the wait until the request is answered and the margin, or
@@ -165,13 +175,21 @@ func estimate(f Facts) (wait, margin time.Duration, v Verdict, final bool) {
 // otherwise. A caller that builds the Facts and times only when they are needed (the
 // simulator's arrivals, issue #17) asks it first; Admit asks it too, so both answer alike.
 func Immediate(queued, busy, slots int) (v Verdict, ok bool) {
+	if reason, ok := ImmediateReason(queued, busy, slots); ok {
+		return Verdict{Admit: true, Reason: reason}, true
+	}
+	return Verdict{}, false
+}
+
+// ImmediateReason is Immediate's Reason (its verdict then always admits), without the Verdict.
+func ImmediateReason(queued, busy, slots int) (reason string, ok bool) {
 	switch {
 	case !Immediately(queued, busy, slots):
-		return Verdict{}, false
+		return "", false
 	case slots <= 0 || queued <= 0:
-		return Verdict{Admit: true, Reason: ReasonNoInstance}, true
+		return ReasonNoInstance, true
 	default:
-		return Verdict{Admit: true, Reason: ReasonFreeSlot}, true
+		return ReasonFreeSlot, true
 	}
 }
 

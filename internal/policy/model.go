@@ -114,6 +114,28 @@ type Router interface {
 	Route(r Request, v TierView, now time.Time) Route
 }
 
+// VerdictRouter is a Router whose route depends on nothing of the request and the tier's view
+// but the admission verdict's Admit and Reason (v.Admission): MArk's Bouncer, sloserve's tier
+// choice, the serverless-only policies. The simulator asks RouteVerdict without building the
+// request's times and the view (issue #17); Route answers the same for every request and view
+// carrying that verdict (TestVerdictRoutersMatchRoute).
+type VerdictRouter interface {
+	Router
+	RouteVerdict(admit bool, reason string) Route
+}
+
+// ServerlessOnly is the Router of a policy without a VM tier (lambda, batch): every request
+// goes to the serverless tier.
+type ServerlessOnly struct{}
+
+var _ VerdictRouter = ServerlessOnly{}
+
+// Route implements Router.
+func (ServerlessOnly) Route(Request, TierView, time.Time) Route { return RouteServerless }
+
+// RouteVerdict implements VerdictRouter.
+func (ServerlessOnly) RouteVerdict(bool, string) Route { return RouteServerless }
+
 // RouterFunc adapts a function to Router.
 type RouterFunc func(r Request, v TierView, now time.Time) Route
 

@@ -177,6 +177,7 @@ type engine struct {
 	vmFixed    *batching.Fixed       // vmBatch when it is Fixed
 	slFixed    *batching.Fixed       // slBatch when it is Fixed
 	vmOff      batching.OffsetPolicy // vmBatch when it decides on offsets (its base set to the epoch)
+	vr         VerdictRouter         // pol.Router when it routes on the verdict alone
 	slOff      batching.OffsetPolicy // slBatch when it does
 	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
@@ -260,6 +261,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 	e.vmFixed, _ = e.vmBatch.(*batching.Fixed)
 	e.vmOff = e.offsetPolicy(e.vmBatch)
 	e.adm.SetBase(e.ep.t) // its outcomes on offsets (OutcomeAt)
+	e.vr, _ = pol.Router.(VerdictRouter)
 	if pol.Serverless != nil {
 		if model.Serverless == nil {
 			return nil, fmt.Errorf("policy %s uses the serverless tier but model %s has no serverless profile", pol.Name, model.Name)
@@ -482,7 +484,9 @@ func (e *engine) arrive() {
 	slots := e.sums(mb).slots
 	queued, busy := e.vq.N+1, min(e.busySlots, slots)
 	admit, exp := true, int64(0) // exp: the offset of the verdict's Done, 0 if none
-	if e.pol.Router != nil {
+	if e.vr != nil {
+		route, exp = e.routeVerdict(slots, queued, busy)
+	} else if e.pol.Router != nil {
 		verdict, ok := admission.Immediate(queued, busy, slots)
 		route, exp = e.routeBy(mb, slots, verdict, ok)
 	} else {
@@ -534,6 +538,16 @@ func (e *engine) routeBy(mb, slots int, verdict admission.Verdict, ok bool) (Rou
 	v := e.viewFor(mb)
 	v.Admission = verdict
 	return e.pol.Router.Route(Request{Arrival: now, Deadline: deadline}, v, now), exp
+}
+
+// routeVerdict is routeBy for a VerdictRouter (vr): the verdict on offsets, without the
+// request's times and the view it does not read.
+func (e *engine) routeVerdict(slots, queued, busy int) (Route, int64) {
+	if reason, ok := admission.ImmediateReason(queued, busy, slots); ok {
+		return e.vr.RouteVerdict(true, reason), 0
+	}
+	admit, reason, done := admission.EstimateOffsets(e.admissionFacts(slots), e.now+e.sloNS, e.now)
+	return e.vr.RouteVerdict(admit, reason), done
 }
 
 // admissionFacts are the one estimator's facts for a request arriving now (one row each): the

@@ -23,6 +23,8 @@ type (
 	Route = policy.Route
 	// Serverless is policy.Serverless.
 	Serverless = policy.Serverless
+	// VerdictRouter is policy.VerdictRouter.
+	VerdictRouter = policy.VerdictRouter
 )
 
 // The routes.

@@ -135,7 +135,7 @@ func New(env policy.Env) (policy.Model, error) {
 		}
 	}
 	return policy.Model{
-		Router:     policy.RouterFunc(func(policy.Request, policy.TierView, time.Time) policy.Route { return policy.RouteServerless }),
+		Router:     policy.ServerlessOnly{},
 		Serverless: &policy.Serverless{MemoryMB: svc.MemoryMB, Batching: analytic.NewBufferPolicy(online)},
 	}, nil
 }

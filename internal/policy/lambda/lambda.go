@@ -2,7 +2,6 @@ package lambda
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/sloserve/sloserve/internal/batching"
 	"github.com/sloserve/sloserve/internal/policy"
@@ -33,7 +32,7 @@ func New(env policy.Env) (policy.Model, error) {
 		return policy.Model{}, fmt.Errorf("lambda: model %s has no serverless profile", env.Model.Name)
 	}
 	return policy.Model{
-		Router:     policy.RouterFunc(func(policy.Request, policy.TierView, time.Time) policy.Route { return policy.RouteServerless }),
+		Router:     policy.ServerlessOnly{},
 		Serverless: &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()},
 	}, nil
 }

@@ -172,7 +172,7 @@ func newWith(env policy.Env, o Options, fc forecast.Forecaster) (policy.Model, e
 	if env.Model.Serverless != nil {
 		// The Bouncer spills to the serverless tier; a world without one (the live providers)
 		// is a fact the policy sees: every request stays on the fleet.
-		pm.Router = policy.RouterFunc(m.Route)
+		pm.Router = m
 		pm.Serverless = &policy.Serverless{MemoryMB: o.MemoryMB, Batching: batching.NewNone()}
 	}
 	return pm, nil
@@ -195,8 +195,14 @@ func (m *Policy) Route(r policy.Request, v policy.TierView, now time.Time) polic
 // Bounce is MArk's Bouncer on the one estimator's verdict (Policy.Route), for policies that
 // compose it: the VM tier when the fleet admits the request and has an instance to serve it,
 // else the serverless tier.
-func Bounce(v policy.TierView) policy.Route {
-	if v.Admission.Admit && v.Admission.Reason != admission.ReasonNoInstance {
+func Bounce(v policy.TierView) policy.Route { return bounce(v.Admission.Admit, v.Admission.Reason) }
+
+// RouteVerdict implements policy.VerdictRouter: the Bouncer on the verdict alone.
+func (m *Policy) RouteVerdict(admit bool, reason string) policy.Route { return bounce(admit, reason) }
+
+// bounce is Bounce on the verdict's Admit and Reason.
+func bounce(admit bool, reason string) policy.Route {
+	if admit && reason != admission.ReasonNoInstance {
 		return policy.RouteVM
 	}
 	return policy.RouteServerless

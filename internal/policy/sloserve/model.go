@@ -273,7 +273,7 @@ func NewModel(env policy.Env) (policy.Model, error) {
 		return policy.Model{}, fmt.Errorf("sloserve: model %s has neither a feasible VM type nor a serverless profile", env.Model.Name)
 	}
 
-	pol := policy.Model{Router: policy.RouterFunc(s.route)}
+	pol := policy.Model{Router: s}
 	if s.hasSL {
 		sl, err := s.serverless(env, o.Serverless)
 		if err != nil {
@@ -591,18 +591,24 @@ func (s *modelPolicy) cheapest() planner.InstanceType {
 	return c
 }
 
-// route sends the base load to the chosen tier; on the VM tier MArk's Bouncer spills what the
-// fleet cannot finish in time to the serverless tier (or keeps it when there is none).
-func (s *modelPolicy) route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
+// Route implements policy.Router: it sends the base load to the chosen tier; on the VM tier
+// MArk's Bouncer spills what the fleet cannot finish in time to the serverless tier (or keeps
+// it when there is none).
+func (s *modelPolicy) Route(r policy.Request, v policy.TierView, now time.Time) policy.Route {
+	return s.RouteVerdict(v.Admission.Admit, v.Admission.Reason)
+}
+
+// RouteVerdict implements policy.VerdictRouter: Route on the admission verdict alone.
+func (s *modelPolicy) RouteVerdict(admit bool, reason string) policy.Route {
 	switch {
 	case s.mark == nil || (s.tier == TierServerless && s.hasSL):
 		return policy.RouteServerless
-	case !s.hasSL && !v.Admission.Admit:
+	case !s.hasSL && !admit:
 		return policy.RouteReject // nothing to spill to: the live 429
 	case !s.hasSL:
 		return policy.RouteVM
 	}
-	return s.mark.Route(r, v, now)
+	return s.mark.RouteVerdict(admit, reason)
 }
 
 // Scale implements autoscale.Scaler: MArk's scaler runs every time (it feeds the forecaster and
