@@ -53,6 +53,26 @@ type Policy interface {
 	MaxBatch() int
 }
 
+// Wrapper is a Policy that decorates another without changing what it decides: Decide's
+// Dispatch and Next, Observe and MaxBatch are the inner policy's, and only what a runtime does
+// not act on differs (a reason renamed). A runtime that reads no reasons may drive Unwrap's
+// policy directly, and its fast paths for known policies apply (the simulator's, issue #17).
+type Wrapper interface {
+	Policy
+	Unwrap() Policy
+}
+
+// Innermost unwraps p's Wrappers.
+func Innermost(p Policy) Policy {
+	for {
+		w, ok := p.(Wrapper)
+		if !ok {
+			return p
+		}
+		p = w.Unwrap()
+	}
+}
+
 // OffsetPolicy is a Policy that also decides on nanosecond offsets from a base time, for a
 // runtime that keeps its clock as offsets (the simulator's event loop, where converting every
 // instant to a time.Time and back was a tenth of the scoreboard's CPU, issue #17). SetBase,

@@ -243,7 +243,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 			e.noiseSeq = sharedNoise.seq(cfg.Seed, e.noiseSig)
 		}
 	}
-	e.vmBatch = pol.Batching
+	e.vmBatch = batching.Innermost(pol.Batching) // the engine reads no reasons
 	e.picker = pol.Dispatcher
 	e.leastOut = e.picker == nil
 	if e.picker == nil {
@@ -274,7 +274,7 @@ func Run(ctx context.Context, cfg Config, cat *cost.Catalog, model profile.Model
 			return nil, fmt.Errorf("policy %s: serverless tier: %w", pol.Name, err)
 		}
 		e.slCurve = c
-		e.slBatch = s.Batching
+		e.slBatch = batching.Innermost(s.Batching)
 		if e.slBatch == nil {
 			e.slBatch = batching.NewNone()
 		}

@@ -772,6 +772,11 @@ type prefixed struct {
 	seen   map[string]string
 }
 
+var _ batching.Wrapper = (*prefixed)(nil)
+
+// Unwrap implements batching.Wrapper: prefixed changes reasons only.
+func (p *prefixed) Unwrap() batching.Policy { return p.Policy }
+
 func prefixReasons(prefix string, p batching.Policy) batching.Policy {
 	return &prefixed{Policy: p, prefix: prefix, seen: map[string]string{}}
 }
