@@ -168,6 +168,7 @@ type Online struct {
 	arrivals []int64 // Unix nanoseconds, unsorted between re-plans
 	plan     Plan
 	next     time.Time
+	nextNS   int64 // next.UnixNano(), for the offsets path (BufferPolicy.DecideOffsets)
 	started  bool
 	fits     int
 	lastErr  error
@@ -226,7 +227,7 @@ func (o *Online) Plan(now time.Time) (Plan, time.Time) {
 	}
 	if !o.started {
 		o.started = true
-		o.next = now.Add(o.cfg.Retry)
+		o.setNext(now.Add(o.cfg.Retry))
 		o.history = append(o.history, PlanChange{At: now, Plan: o.plan})
 		return o.plan, o.next
 	}
@@ -238,7 +239,7 @@ func (o *Online) Plan(now time.Time) (Plan, time.Time) {
 	i, _ := slices.BinarySearch(o.arrivals, cut)
 	o.arrivals = append(o.arrivals[:0], o.arrivals[i:]...)
 	if len(o.arrivals)-1 < o.cfg.MinSamples {
-		o.next = now.Add(o.cfg.Retry)
+		o.setNext(now.Add(o.cfg.Retry))
 		return o.plan, o.next
 	}
 	ia := make([]float64, len(o.arrivals)-1)
@@ -252,8 +253,20 @@ func (o *Online) Plan(now time.Time) (Plan, time.Time) {
 		o.fits++
 		o.history = append(o.history, PlanChange{At: now, Plan: plan})
 	}
-	o.next = now.Add(o.cfg.Period)
+	o.setNext(now.Add(o.cfg.Period))
 	return o.plan, o.next
+}
+
+// setNext sets the next re-planning time.
+func (o *Online) setNext(t time.Time) { o.next, o.nextNS = t, t.UnixNano() }
+
+// current is Plan's answer at nowNS (Unix nanoseconds) when it is the plan in force, without a
+// re-plan: ok false when Plan must be asked (the first call, a pinned plan, a re-plan due).
+func (o *Online) current(nowNS int64) (plan Plan, nextNS int64, ok bool) {
+	if !o.started || o.pinned || nowNS >= o.nextNS {
+		return Plan{}, 0, false
+	}
+	return o.plan, o.nextNS, true
 }
 
 // History returns every plan put in force, in order: the initial one at the first call of Plan
@@ -273,10 +286,12 @@ func (o *Online) Current() Plan { return o.plan }
 // when the queue holds B requests or the oldest has waited T (§III-B), with (B, T) and the
 // memory from Online; it learns the arrivals from the completed batches it is told about.
 type BufferPolicy struct {
-	o *Online
+	o      *Online
+	base   time.Time // OffsetPolicy's base, and its Unix nanoseconds
+	baseNS int64
 }
 
-var _ batching.Policy = (*BufferPolicy)(nil)
+var _ batching.OffsetPolicy = (*BufferPolicy)(nil)
 
 // NewBufferPolicy returns the batching.Policy driven by o.
 func NewBufferPolicy(o *Online) *BufferPolicy { return &BufferPolicy{o: o} }
@@ -308,6 +323,40 @@ func (p *BufferPolicy) Decide(q batching.Queue, now time.Time) batching.Decision
 func (p *BufferPolicy) Observe(o batching.Outcome, now time.Time) {
 	for _, a := range o.Arrivals {
 		p.o.Observe(a)
+	}
+}
+
+// SetBase implements batching.OffsetPolicy.
+func (p *BufferPolicy) SetBase(base time.Time) { p.base, p.baseNS = base, base.UnixNano() }
+
+// DecideOffsets implements batching.OffsetPolicy: Decide on offsets from the base; Online.Plan
+// is asked with a time only when it re-plans (or on its first call).
+func (p *BufferPolicy) DecideOffsets(n int, oldest, earliest, now int64) (dispatch int, next int64) {
+	plan, nextNS, ok := p.o.current(p.baseNS + now)
+	if !ok {
+		var t time.Time
+		plan, t = p.o.Plan(p.base.Add(time.Duration(now)))
+		nextNS = t.UnixNano()
+	}
+	b := max(plan.MaxBatch, 1)
+	next = nextNS - p.baseNS
+	switch {
+	case n == 0:
+		return 0, next
+	case n >= b:
+		return b, next
+	}
+	deadline := oldest + int64(plan.Timeout)
+	if now >= deadline {
+		return n, next
+	}
+	return 0, min(next, deadline)
+}
+
+// ObserveOffsets implements batching.OffsetPolicy: the arrivals feed the sliding window.
+func (p *BufferPolicy) ObserveOffsets(_ int, _, _ int64, arrivals []int64, _ bool, _ int64) {
+	for _, a := range arrivals {
+		p.o.arrivals = append(p.o.arrivals, p.baseNS+a)
 	}
 }
 

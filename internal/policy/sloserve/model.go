@@ -739,6 +739,33 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 	return d
 }
 
+var _ batching.OffsetPolicy = (*deadlineBuffer)(nil)
+
+// SetBase implements batching.OffsetPolicy.
+func (p *deadlineBuffer) SetBase(base time.Time) { p.buf.SetBase(base) }
+
+// DecideOffsets implements batching.OffsetPolicy: Decide on offsets from the base.
+func (p *deadlineBuffer) DecideOffsets(n int, oldest, earliest, now int64) (dispatch int, next int64) {
+	dispatch, next = p.buf.DecideOffsets(n, oldest, earliest, now)
+	if dispatch > 0 || n == 0 {
+		return dispatch, next
+	}
+	k := min(n, p.buf.MaxBatch())
+	latest := earliest + int64(-p.slack-p.curve.ServiceTime(k))
+	if now >= latest {
+		return k, next
+	}
+	if next < 0 || latest < next {
+		next = latest
+	}
+	return 0, next
+}
+
+// ObserveOffsets implements batching.OffsetPolicy.
+func (p *deadlineBuffer) ObserveOffsets(size int, dispatched, completed int64, arrivals []int64, failed bool, now int64) {
+	p.buf.ObserveOffsets(size, dispatched, completed, arrivals, failed, now)
+}
+
 // batchReason prefixes the buffer's constant reasons without allocating.
 func batchReason(r string) string {
 	switch r {
