@@ -1106,7 +1106,9 @@ func (e *engine) complete(arr []int64, tier slo.Tier, failed bool) {
 		}
 		lat := time.Duration(e.now - a)
 		e.rec.Completed(lat, tier)
-		e.period.Record(lat)
+		if e.seriesAt > 0 { // the period's percentiles are the series' alone
+			e.period.Record(lat)
+		}
 		e.sample.Completed++
 		if int64(lat) > e.sloNS {
 			e.sample.Missed++
