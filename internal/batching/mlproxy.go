@@ -132,9 +132,9 @@ func (p *MLProxy) Decide(q Queue, now time.Time) Decision {
 			earliest = p.off(q.EarliestDeadline)
 		}
 	}
-	dispatch, next, reason := p.decide(q.Len, oldest, earliest, nowOff)
+	dispatch, next, wake, reason := p.decide(q.Len, oldest, earliest, nowOff)
 	d := Decision{Dispatch: dispatch, Reason: reason}
-	if next >= 0 {
+	if wake {
 		d.Next = now.Add(time.Duration(next - nowOff))
 	}
 	return d
@@ -158,22 +158,22 @@ func (p *MLProxy) off(t time.Time) int64 {
 // DecideOffsets implements OffsetPolicy: Decide on offsets from the base, earliest being the
 // queue's earliest deadline (oldest + SLO when the requests carry none); next is -1 for none.
 func (p *MLProxy) DecideOffsets(n int, oldest, earliest, now int64) (dispatch int, next int64) {
-	dispatch, next, _ = p.decide(n, oldest, earliest, now)
+	dispatch, next, wake, _ := p.decide(n, oldest, earliest, now)
+	if !wake {
+		next = -1
+	}
 	return dispatch, next
 }
 
-// decide is Alg. 1 on offsets: the dispatch, when to ask again (-1: only on the next event) and
-// the reason.
-func (p *MLProxy) decide(n int, oldest, earliest, now int64) (int, int64, string) {
+// decide is Alg. 1 on offsets: the dispatch, when to ask again (wake false: only on the next
+// event) and the reason.
+func (p *MLProxy) decide(n int, oldest, earliest, now int64) (dispatch int, next int64, wake bool, reason string) {
 	p.tick(now)
 	if n <= 0 {
-		return 0, -1, ReasonEmpty
+		return 0, 0, false, ReasonEmpty
 	}
 	if n >= p.maxBS {
-		if n > p.maxBS {
-			return p.maxBS, now, ReasonFull
-		}
-		return p.maxBS, -1, ReasonFull
+		return p.maxBS, now, n > p.maxBS, ReasonFull
 	}
 	deadline := min(oldest+int64(p.slo), earliest)
 	// SLO_T is the AIMD's SLO target, LatencyGuard × SLO, measured back from the deadline.
@@ -185,9 +185,9 @@ func (p *MLProxy) decide(n int, oldest, earliest, now int64) (int, int64, string
 		due = min(floor, deadline-rt95)
 	}
 	if now >= due {
-		return n, -1, ReasonTimeout
+		return n, 0, false, ReasonTimeout
 	}
-	return 0, due, ReasonWait
+	return 0, due, true, ReasonWait
 }
 
 // Observe feeds the monitor with one completed batch: its upstream latency (Completed −

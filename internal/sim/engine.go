@@ -177,8 +177,8 @@ type engine struct {
 	vmFixed    *batching.Fixed       // vmBatch when it is Fixed
 	slFixed    *batching.Fixed       // slBatch when it is Fixed
 	vmOff      batching.OffsetPolicy // vmBatch when it decides on offsets (its base set to the epoch)
-	vr         VerdictRouter         // pol.Router when it routes on the verdict alone
 	slOff      batching.OffsetPolicy // slBatch when it does
+	vr         VerdictRouter         // pol.Router when it routes on the verdict alone
 	vc         viewCache
 	blocked    bool // the VM policy wants to dispatch but no slot is free
 	busySlots  int
