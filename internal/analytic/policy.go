@@ -211,7 +211,10 @@ func NewOnline(cfg PolicyConfig, svc ServiceModel) (*Online, error) {
 }
 
 // Observe records one request arrival.
-func (o *Online) Observe(arrival time.Time) { o.arrivals = append(o.arrivals, arrival.UnixNano()) }
+func (o *Online) Observe(arrival time.Time) { o.observeAt(arrival.UnixNano()) }
+
+// observeAt is Observe of an arrival at ns Unix nanoseconds.
+func (o *Online) observeAt(ns int64) { o.arrivals = append(o.arrivals, ns) }
 
 // Plan returns the configuration in force at now and when to ask again. At or after the
 // re-planning time it drops arrivals older than the window, fits and re-optimises; with too few
@@ -356,7 +359,7 @@ func (p *BufferPolicy) DecideOffsets(n int, oldest, earliest, now int64) (dispat
 // ObserveOffsets implements batching.OffsetPolicy: the arrivals feed the sliding window.
 func (p *BufferPolicy) ObserveOffsets(_ int, _, _ int64, arrivals []int64, _ bool, _ int64) {
 	for _, a := range arrivals {
-		p.o.arrivals = append(p.o.arrivals, p.baseNS+a)
+		p.o.observeAt(p.baseNS + a)
 	}
 }
 
