@@ -305,21 +305,29 @@ func (p *BufferPolicy) Online() *Online { return p.o }
 // Decide implements batching.Policy.
 func (p *BufferPolicy) Decide(q batching.Queue, now time.Time) batching.Decision {
 	plan, next := p.o.Plan(now)
-	b := max(plan.MaxBatch, 1)
-	switch {
-	case q.Len == 0:
-		return batching.Decision{Next: next, Reason: "empty"}
-	case q.Len >= b:
-		return batching.Decision{Dispatch: b, Next: next, Reason: "batch full"}
-	}
 	deadline := q.Oldest.Add(plan.Timeout)
-	if !now.Before(deadline) {
-		return batching.Decision{Dispatch: q.Len, Next: next, Reason: "timeout"}
-	}
-	if deadline.Before(next) {
+	k, reason, atDeadline := bufferRule(plan, q.Len, !now.Before(deadline), deadline.Before(next))
+	if atDeadline {
 		next = deadline
 	}
-	return batching.Decision{Next: next, Reason: "waiting for batch or timeout"}
+	return batching.Decision{Dispatch: k, Next: next, Reason: reason}
+}
+
+// bufferRule is the buffer's rule (§III-B) under plan for n queued requests, given whether the
+// oldest's timeout has passed and whether it comes before the next re-plan: the dispatch, the
+// reason, and whether to wake at the timeout rather than at the re-plan. Decide and
+// DecideOffsets compare in their own clocks and share it.
+func bufferRule(plan Plan, n int, timedOut, deadlineFirst bool) (dispatch int, reason string, atDeadline bool) {
+	b := max(plan.MaxBatch, 1)
+	switch {
+	case n == 0:
+		return 0, "empty", false
+	case n >= b:
+		return b, "batch full", false
+	case timedOut:
+		return n, "timeout", false
+	}
+	return 0, "waiting for batch or timeout", deadlineFirst
 }
 
 // Observe implements batching.Policy: the batch's arrivals feed the sliding window.
@@ -341,19 +349,13 @@ func (p *BufferPolicy) DecideOffsets(n int, oldest, earliest, now int64) (dispat
 		plan, t = p.o.Plan(p.base.Add(time.Duration(now)))
 		nextNS = t.UnixNano()
 	}
-	b := max(plan.MaxBatch, 1)
 	next = nextNS - p.baseNS
-	switch {
-	case n == 0:
-		return 0, next
-	case n >= b:
-		return b, next
-	}
 	deadline := oldest + int64(plan.Timeout)
-	if now >= deadline {
-		return n, next
+	dispatch, _, atDeadline := bufferRule(plan, n, now >= deadline, deadline < next)
+	if atDeadline {
+		next = deadline
 	}
-	return 0, min(next, deadline)
+	return dispatch, next
 }
 
 // ObserveOffsets implements batching.OffsetPolicy: the arrivals feed the sliding window.

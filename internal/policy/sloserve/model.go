@@ -728,8 +728,8 @@ func (p *deadlineBuffer) Decide(q batching.Queue, now time.Time) batching.Decisi
 	if d.Dispatch > 0 || q.Len == 0 || q.EarliestDeadline.IsZero() {
 		return d
 	}
-	k := min(q.Len, p.buf.MaxBatch())
-	latest := q.EarliestDeadline.Add(-p.slack - p.curve.ServiceTime(k))
+	k, lead := p.guard(q.Len)
+	latest := q.EarliestDeadline.Add(-lead)
 	if !now.Before(latest) {
 		return batching.Decision{Dispatch: k, Next: d.Next, Reason: slReasonGuard}
 	}
@@ -750,8 +750,8 @@ func (p *deadlineBuffer) DecideOffsets(n int, oldest, earliest, now int64) (disp
 	if dispatch > 0 || n == 0 {
 		return dispatch, next
 	}
-	k := min(n, p.buf.MaxBatch())
-	latest := earliest + int64(-p.slack-p.curve.ServiceTime(k))
+	k, lead := p.guard(n)
+	latest := earliest - int64(lead)
 	if now >= latest {
 		return k, next
 	}
@@ -764,6 +764,13 @@ func (p *deadlineBuffer) DecideOffsets(n int, oldest, earliest, now int64) (disp
 // ObserveOffsets implements batching.OffsetPolicy.
 func (p *deadlineBuffer) ObserveOffsets(size int, dispatched, completed int64, arrivals []int64, failed bool, now int64) {
 	p.buf.ObserveOffsets(size, dispatched, completed, arrivals, failed, now)
+}
+
+// guard is the batch the deadline guard sends for n queued requests and how long before the
+// earliest deadline it must leave: the latency guard's slack and that batch's service time.
+func (p *deadlineBuffer) guard(n int) (k int, lead time.Duration) {
+	k = min(n, p.buf.MaxBatch())
+	return k, p.slack + p.curve.ServiceTime(k)
 }
 
 // batchReason prefixes the buffer's constant reasons without allocating.
